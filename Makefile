@@ -1,0 +1,35 @@
+# Two commands on a fresh machine: `make run` (the app) and `make test` (the tests).
+# Both create the virtual environment from requirements.lock on first use.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test bench lock clean
+
+$(STAMP): requirements.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/streamlit run app.py
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+bench: $(STAMP)
+	$(PY) benchmarks/quotes_bench.py
+
+# Re-pin every dependency after changing pyproject.toml.
+lock:
+	rm -rf .lockenv && $(PYTHON) -m venv .lockenv
+	.lockenv/bin/pip install --quiet --upgrade pip
+	.lockenv/bin/pip install --quiet -e '.[test]'
+	.lockenv/bin/pip freeze --exclude-editable | grep -v '^verbatim' > requirements.lock
+	rm -rf .lockenv
+
+clean:
+	rm -rf $(VENV)

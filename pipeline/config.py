@@ -1,0 +1,130 @@
+"""Settings from the environment (names fixed in DESIGN.md) and the model price table."""
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from typing import Literal
+
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+SearchProviderName = Literal["brave", "tavily", "searxng", "anthropic", "corpus"]
+
+
+class ConfigError(RuntimeError):
+    """A setting is missing or invalid; the message names the variable to set."""
+
+
+class ModelPrice(BaseModel):
+    """US dollars per million tokens of each kind."""
+
+    input: float
+    output: float
+    cache_write: float
+    cache_read: float
+
+
+# Pinned per model id. Override with RESEARCH_PRICES='{"model": {"input": ..., ...}}'.
+DEFAULT_PRICES: dict[str, ModelPrice] = {
+    "claude-opus-5-5": ModelPrice(input=5.0, output=25.0, cache_write=6.25, cache_read=0.50),
+    "claude-sonnet-5-5": ModelPrice(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30),
+    "claude-haiku-5-5": ModelPrice(input=1.0, output=5.0, cache_write=1.25, cache_read=0.10),
+}
+
+
+def _env(*names: str) -> AliasChoices:
+    return AliasChoices(*names)
+
+
+class Settings(BaseSettings):
+    """Everything configurable, read once from the environment."""
+
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+    anthropic_api_key: SecretStr | None = Field(None, validation_alias=_env("ANTHROPIC_API_KEY"))
+    anthropic_base_url: str | None = Field(None, validation_alias=_env("ANTHROPIC_BASE_URL"))
+    lead_model: str = Field("claude-sonnet-5-5", validation_alias=_env("RESEARCH_LEAD_MODEL"))
+    worker_model: str = Field("claude-haiku-5-5", validation_alias=_env("RESEARCH_WORKER_MODEL"))
+    # Seconds; the SDK retries 429/5xx/529 itself, bounded by max_retries and this timeout.
+    model_timeout: float = Field(120.0, validation_alias=_env("RESEARCH_MODEL_TIMEOUT"))
+    model_max_retries: int = Field(3, validation_alias=_env("RESEARCH_MODEL_MAX_RETRIES"))
+
+    search_provider: SearchProviderName = Field("corpus", validation_alias=_env("RESEARCH_SEARCH_PROVIDER"))
+    brave_api_key: SecretStr | None = Field(None, validation_alias=_env("BRAVE_API_KEY"))
+    tavily_api_key: SecretStr | None = Field(None, validation_alias=_env("TAVILY_API_KEY"))
+    searxng_url: str | None = Field(None, validation_alias=_env("RESEARCH_SEARXNG_URL"))
+    search_base_url: str | None = Field(None, validation_alias=_env("RESEARCH_SEARCH_BASE_URL"))
+    corpus_dir: str = Field("corpus", validation_alias=_env("RESEARCH_CORPUS_DIR"))
+
+    fetch_allow_raw: str = Field("", validation_alias=_env("RESEARCH_FETCH_ALLOW"))
+    fetch_ports_raw: str = Field("80,443", validation_alias=_env("RESEARCH_FETCH_PORTS"))
+    fetch_max_bytes: int = Field(5_000_000, validation_alias=_env("RESEARCH_FETCH_MAX_BYTES"))
+    fetch_deadline: float = Field(20.0, validation_alias=_env("RESEARCH_FETCH_DEADLINE"))
+
+    db_path: str = Field("runs/research.sqlite", validation_alias=_env("RESEARCH_DB"))
+    prices_raw: str = Field("", validation_alias=_env("RESEARCH_PRICES"))
+
+    @field_validator("search_provider", mode="before")
+    @classmethod
+    def _lower(cls, v: object) -> object:
+        return v.strip().lower() if isinstance(v, str) else v
+
+    @cached_property
+    def fetch_allow(self) -> frozenset[str]:
+        """Exact lower-cased `host:port` pairs that may be fetched although not public."""
+        return frozenset(p.strip().lower() for p in self.fetch_allow_raw.split(",") if p.strip())
+
+    @cached_property
+    def fetch_ports(self) -> frozenset[int]:
+        try:
+            return frozenset(int(p) for p in self.fetch_ports_raw.split(",") if p.strip())
+        except ValueError as e:
+            raise ConfigError(f"RESEARCH_FETCH_PORTS must be comma-separated port numbers: {e}") from None
+
+    @cached_property
+    def prices(self) -> dict[str, ModelPrice]:
+        """The default price table with RESEARCH_PRICES merged over it."""
+        table = dict(DEFAULT_PRICES)
+        if self.prices_raw.strip():
+            try:
+                extra = json.loads(self.prices_raw)
+                table.update({k: ModelPrice.model_validate(v) for k, v in extra.items()})
+            except (ValueError, AttributeError) as e:
+                raise ConfigError(
+                    'RESEARCH_PRICES must be JSON like {"model-id": {"input": 3, "output": 15, '
+                    f'"cache_write": 3.75, "cache_read": 0.3}}: {e}'
+                ) from None
+        return table
+
+    def price(self, model: str) -> ModelPrice:
+        """The price of `model`; unknown models are refused so spend is never uncounted."""
+        try:
+            return self.prices[model]
+        except KeyError:
+            raise ConfigError(
+                f"No price for model {model!r}. Add it to RESEARCH_PRICES, or use one of: "
+                + ", ".join(sorted(self.prices))
+            ) from None
+
+    def require_model_access(self) -> None:
+        """Raise a ConfigError naming the variable when a live run cannot reach a model."""
+        if self.anthropic_api_key is None or not self.anthropic_api_key.get_secret_value().strip():
+            raise ConfigError(
+                "Set ANTHROPIC_API_KEY to run live research (or browse saved runs, which need no key)."
+            )
+        for model in (self.lead_model, self.worker_model):
+            self.price(model)
+
+    def require_search_access(self) -> None:
+        """Raise a ConfigError naming the variable the chosen search provider needs."""
+        need = {
+            "brave": ("BRAVE_API_KEY", self.brave_api_key),
+            "tavily": ("TAVILY_API_KEY", self.tavily_api_key),
+            "searxng": ("RESEARCH_SEARXNG_URL", self.searxng_url),
+            "anthropic": ("ANTHROPIC_API_KEY", self.anthropic_api_key),
+        }.get(self.search_provider)
+        if need and not need[1]:
+            raise ConfigError(
+                f"RESEARCH_SEARCH_PROVIDER={self.search_provider} needs {need[0]}; set it, or use "
+                "RESEARCH_SEARCH_PROVIDER=corpus for the offline saved-page index."
+            )

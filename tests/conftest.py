@@ -1,0 +1,35 @@
+"""Test-wide setup: no network beyond loopback, here and in child processes; a clean environment."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+GUARD_DIR = Path(__file__).parent / "netguard"
+sys.path.insert(0, str(GUARD_DIR))
+import no_network  # noqa: E402
+
+no_network.install()
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(GUARD_DIR), str(Path(__file__).parent.parent), os.environ.get("PYTHONPATH", "")) if p
+)
+
+# Variables a developer's shell may carry that would change what the tests see.
+_OUR_VARS = [
+    "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "RESEARCH_LEAD_MODEL",
+    "RESEARCH_WORKER_MODEL", "RESEARCH_SEARCH_PROVIDER", "BRAVE_API_KEY", "TAVILY_API_KEY",
+    "RESEARCH_SEARXNG_URL", "RESEARCH_SEARCH_BASE_URL", "RESEARCH_FETCH_ALLOW", "RESEARCH_DB",
+    "RESEARCH_PRICES", "RESEARCH_FETCH_PORTS", "RESEARCH_CORPUS_DIR", "HTTP_PROXY", "HTTPS_PROXY",
+    "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
+]
+for _name in _OUR_VARS:
+    os.environ.pop(_name, None)
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts without our variables; tests set what they need with monkeypatch."""
+    for name in _OUR_VARS:
+        monkeypatch.delenv(name, raising=False)

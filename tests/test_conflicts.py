@@ -1,0 +1,47 @@
+"""Conflicting figures from two sources are detected in code and both sides kept with dates."""
+from __future__ import annotations
+
+from pipeline.schema import Finding, Source
+from pipeline.steps.conflicts import find_conflicts
+
+
+def src(i: int, published: str | None) -> Source:
+    return Source(id=f"S{i}", url=f"https://s{i}.example/", final_url=f"https://s{i}.example/", title=None,
+                  published=published, fetched_at="2026-01-01T00:00:00+00:00", sha256="0" * 64, chars=1)
+
+
+def f(i: int, source: str, claim: str, quote: str, sq: str = "Q1") -> Finding:
+    return Finding(id=f"F{i}", sub_question=sq, source=source, claim=claim, quote=quote, start=0, end=len(quote))
+
+
+SOURCES = [src(1, "2024-05-01"), src(2, "2025-02-10"), src(3, None)]
+
+
+def test_two_sources_with_different_prices_conflict_with_dates() -> None:
+    a = f(1, "S1", "Qdrant Cloud costs $25 per month", "Qdrant Cloud starts at $25 per month")
+    b = f(2, "S2", "Qdrant Cloud costs $30 per month", "the Qdrant Cloud plan now costs $30/month")
+    [c] = find_conflicts([a, b], SOURCES)
+    assert c.findings == ["F1", "F2"] and c.sub_question == "Q1"
+    assert "2024-05-01" in c.description and "2025-02-10" in c.description
+    assert "$25 per month" in c.description and "$30/month" in c.description
+
+
+def test_same_figure_is_no_conflict() -> None:
+    a = f(1, "S1", "Qdrant Cloud costs $25 per month", "Qdrant Cloud starts at $25 per month")
+    b = f(2, "S2", "Qdrant Cloud costs $25 per month", "Qdrant Cloud: $25.00 per month")
+    assert find_conflicts([a, b], SOURCES) == []
+
+
+def test_same_source_different_sub_question_or_different_topic_is_no_conflict() -> None:
+    a = f(1, "S1", "Qdrant Cloud costs $25 per month", "Qdrant Cloud starts at $25 per month")
+    same_source = f(2, "S1", "Qdrant Cloud costs $30 per month", "Qdrant Cloud costs $30 per month")
+    other_sq = f(3, "S2", "Qdrant Cloud costs $30 per month", "Qdrant Cloud costs $30 per month", sq="Q2")
+    other_topic = f(4, "S3", "Milvus has 30,000 GitHub stars", "Milvus has 30,000 stars on GitHub")
+    assert find_conflicts([a, same_source, other_sq, other_topic], SOURCES) == []
+
+
+def test_undated_source_is_said_to_be_undated() -> None:
+    a = f(1, "S1", "The population of the town is 12,000", "a town of 12,000 people")
+    b = f(2, "S3", "The population of the town is 15,500", "population: 15,500")
+    [c] = find_conflicts([a, b], SOURCES)
+    assert "undated" in c.description
