@@ -103,6 +103,25 @@ class Conflict(_Model):
     findings: list[str] = Field(default_factory=list)
 
 
+class Calculation(_Model):
+    """A `calculate` result the writer may cite as [C#]; the reviewer checks its figures like quotes."""
+
+    id: str
+    expression: str
+    result: str
+    sub_question: str | None = None
+
+
+class RunStats(_Model):
+    """Quality signals: when the rejected share drifts, quality has drifted."""
+
+    findings_recorded: int = 0
+    confirmed_with_find_in_page: int = 0
+    quotes_rejected: int = 0
+    repeated_calls_refused: int = 0
+    review_rounds: int = 0
+
+
 class Report(_Model):
     markdown: str = ""
     gaps: list[str] = Field(default_factory=list)
@@ -146,6 +165,19 @@ class BudgetState(_Model):
     used: Usage = Field(default_factory=Usage)
 
 
+class RunOptions(_Model):
+    """Per-run knobs (the CLI and the app set them); defaults are the production choices."""
+
+    mode: Mode = "fixed"
+    plan_candidates: int = Field(1, ge=1, le=5)
+    max_sub_questions: int = Field(4, ge=1, le=4)
+    results_per_query: int = Field(5, ge=1, le=20)
+    pages_per_sub_question: int = Field(3, ge=1, le=10)
+    worker_max_steps: int = Field(12, ge=2, le=50)
+    review_rounds: int = Field(2, ge=0, le=5)
+    limits: BudgetLimits = Field(default_factory=BudgetLimits)
+
+
 class RunResult(_Model):
     """Everything one run produced; `model_dump_json()` is the RunResult JSON in DESIGN.md."""
 
@@ -158,7 +190,9 @@ class RunResult(_Model):
     sources: list[Source] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
     rejected: list[RejectedFinding] = Field(default_factory=list)
+    calculations: list[Calculation] = Field(default_factory=list)
     report: Report = Field(default_factory=Report)
+    stats: RunStats = Field(default_factory=RunStats)
     problems: list[Problem] = Field(default_factory=list)
     budget: BudgetState = Field(default_factory=BudgetState)
     usage: Usage = Field(default_factory=Usage)

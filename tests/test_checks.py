@@ -1,8 +1,8 @@
 """The reviewer's code checks catch uncited lines, invented ids, invented numbers, unfetched URLs and unnamed gaps."""
 from __future__ import annotations
 
-from pipeline.schema import Finding, Source
-from pipeline.steps.checks import Calculation, Evidence, check_report, sentences
+from pipeline.schema import Calculation, Finding, Source
+from pipeline.steps.checks import Evidence, check_report, sentences
 
 SRC = Source(id="S1", url="https://db.example/pricing", final_url="https://db.example/pricing", title="Pricing",
              published="2025-03-14", fetched_at="2026-11-30T00:00:00+00:00", sha256="0" * 64, chars=100)
@@ -73,6 +73,14 @@ def test_unfetched_url_is_caught_but_sources_section_is_not_checked_as_prose() -
     md = GOOD.replace("No source said", "See https://evil.example/track?u=1 [F1]. No source said")
     assert kinds(md) == ["unfetched_url"]
     assert kinds(GOOD.replace("No source said", "See https://db.example/pricing/ [F1]. No source said")) == []
+
+
+def test_a_gap_sentence_may_restate_the_numbers_of_its_question() -> None:
+    ev = Evidence(findings=[F1], sources=[SRC], gaps=["What was the revenue in Q3 2023?"])
+    md = "The Starter plan costs $25 per month [F1]. No source gave the revenue for Q3 2023 [G1]."
+    assert check_report(md, ev) == []
+    assert [p.kind for p in check_report(md.replace("Q3 2023 [G1]", "Q3 2023, about 40m [G1]"), ev)] == [
+        "number_not_in_quote"]
 
 
 def test_unmentioned_gap_is_caught() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..schema import Finding, Problem, Source
+from ..schema import Calculation, Finding, Problem, Source
 from ..web.urls import normalise_url
 
 CITATION = re.compile(r"\[((?:[FGC]\d+)(?:\s*[,;]\s*[FGC]\d+)*)\]")
@@ -15,15 +15,6 @@ _ABBREV = re.compile(r"\b(?:e\.g|i\.e|etc|vs|Mr|Mrs|Ms|Dr|St|No|U\.S|U\.K|approx
                      r"Aug|Sep|Sept|Oct|Nov|Dec)\.$", re.I)
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 SOURCES_HEADING = re.compile(r"^#{1,6}\s*Sources\s*$", re.I | re.M)
-
-
-@dataclass(frozen=True)
-class Calculation:
-    """A `calculate` result the writer may cite as [C#]; its inputs must come from the findings it cites."""
-
-    id: str
-    expression: str
-    result: str
 
 
 @dataclass
@@ -101,7 +92,8 @@ def check_report(markdown: str, evidence: Evidence) -> list[Problem]:
     findings = {f.id: f for f in evidence.findings}
     sources = {s.id: s for s in evidence.sources}
     calcs = {c.id: c for c in evidence.calculations}
-    gap_ids = set(evidence.gap_ids())
+    gaps = dict(zip(evidence.gap_ids(), evidence.gaps))
+    gap_ids = set(gaps)
     problems: list[Problem] = []
     mentioned_gaps: set[str] = set()
 
@@ -118,6 +110,7 @@ def check_report(markdown: str, evidence: Evidence) -> list[Problem]:
             if i.startswith("G"):
                 if i in gap_ids:
                     mentioned_gaps.add(i)
+                    allowed |= _numbers(gaps[i])  # restating the unanswered question is not a claim
                 else:
                     problem("unknown_citation", f"[{i}] is not a named gap.", sentence)
             elif i.startswith("C"):

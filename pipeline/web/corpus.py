@@ -1,0 +1,288 @@
+"""The frozen web: a folder of saved pages, searchable offline (SQLite FTS5, BM25) and served by URL to the fetcher.
+
+Folder format:
+    DIR/manifest.jsonl   one JSON object per line:
+        {"url": "https://...", "path": "pages/x.html.gz", "content_type": "text/html",
+         "title": "...", "published": "YYYY-MM-DD"}
+        `path` is relative to DIR and may end in .gz (gzip); `content_type` defaults to text/html
+        (text/plain and application/pdf work too); `title` and `published` are optional overrides of what
+        extraction finds.
+    DIR/<path>           the saved bytes, exactly as the server sent them (gzip-compressed when .gz).
+    DIR/.index.sqlite    the search index, built on first open and reused while the manifest, the files
+                         (size, mtime) and the extractor are unchanged; kept in memory when DIR is read-only.
+
+Indexed text is made by the fetcher's own decoding and extraction (fetch.decode_text, fetch.extract_document),
+so what search matches is what a fetch of the same URL returns. get() finds a page by normalise_url (tracking
+parameters, fragment, trailing slash and host case do not matter) and falls back to the other of http/https.
+Search ignores recency: the frozen web has no "now".
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import tempfile
+import threading
+from pathlib import Path
+from typing import Iterable, NamedTuple
+
+import trafilatura
+from pydantic import BaseModel, ValidationError
+
+from ..config import ConfigError
+from ..schema import SearchResult
+from .extract import ExtractionError
+from .fetch import SavedPage, decode_text, extract_document
+from .urls import normalise_url
+
+MANIFEST = "manifest.jsonl"
+INDEX = ".index.sqlite"
+INDEX_VERSION = "1"  # bump when what is indexed changes, so existing indexes are rebuilt
+TITLE_WEIGHT = 5.0
+MAX_QUERY_TERMS = 32
+_WORD = re.compile(r"\w+")
+
+
+class ManifestEntry(BaseModel):
+    """One saved page as listed in manifest.jsonl."""
+
+    url: str
+    path: str
+    content_type: str = "text/html"
+    title: str | None = None
+    published: str | None = None
+
+
+class CorpusPage(NamedTuple):
+    """A page to save with build_corpus: its URL and the bytes the server sent."""
+
+    url: str
+    body: bytes
+    content_type: str = "text/html"
+    title: str | None = None
+    published: str | None = None
+
+
+def _key(url: str) -> str:
+    try:
+        return normalise_url(url)
+    except ValueError:
+        return url.strip()
+
+
+def _kind(content_type: str) -> str:
+    media = content_type.partition(";")[0].strip().lower()
+    return {"application/pdf": "pdf", "text/plain": "text"}.get(media, "html")
+
+
+def _read_manifest(root: Path) -> tuple[bytes, list[ManifestEntry]]:
+    path = root / MANIFEST
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        raise ConfigError(f"No corpus at {root}: {MANIFEST} is missing. Set RESEARCH_CORPUS_DIR to a folder of "
+                          "saved pages (see pipeline/web/corpus.py), or choose another RESEARCH_SEARCH_PROVIDER."
+                          ) from None
+    entries = []
+    for number, line in enumerate(raw.decode("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = ManifestEntry.model_validate_json(line)
+        except ValidationError as e:
+            raise ConfigError(f"{path} line {number} is not a valid entry: {e.errors()[0]['msg']}") from None
+        file = (root / entry.path).resolve()
+        if not file.is_relative_to(root.resolve()) or not file.is_file():
+            raise ConfigError(f"{path} line {number}: {entry.path!r} is not a file inside {root}")
+        entries.append(entry)
+    return raw, entries
+
+
+def _fingerprint(root: Path, manifest: bytes, entries: list[ManifestEntry]) -> str:
+    digest = hashlib.sha256(manifest)
+    digest.update(f"{INDEX_VERSION}|{trafilatura.__version__}".encode())
+    for entry in entries:
+        stat = (root / entry.path).stat()
+        digest.update(f"|{entry.path}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()
+
+
+def _fts_query(query: str) -> str | None:
+    # Every term is quoted, so FTS5 operators (AND, NEAR, *, ^, column:) in a query are plain words.
+    terms = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))[:MAX_QUERY_TERMS]
+    return " OR ".join(f'"{t}"' for t in terms) or None
+
+
+class Corpus:
+    """Saved pages: get(url) serves the saved bytes, search(query, n) ranks them by BM25 (title weighted)."""
+
+    def __init__(self, root: Path, entries: list[ManifestEntry], db: sqlite3.Connection):
+        self.root = root
+        self._entries = entries
+        self._by_key = {_key(e.url): e for e in entries}
+        self._db = db
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, directory: str | os.PathLike[str]) -> Corpus:
+        """The corpus in `directory`, its index reused or (re)built; ConfigError when the folder is not a corpus."""
+        root = Path(directory)
+        manifest, entries = _read_manifest(root)
+        fingerprint = _fingerprint(root, manifest, entries)
+        index = root / INDEX
+        db = _open_existing(index, fingerprint)
+        if db is None:
+            db = _build_index(root, entries, fingerprint, index)
+        return cls(root, entries, db)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def urls(self) -> list[str]:
+        return [e.url for e in self._entries]
+
+    def get(self, url: str) -> SavedPage | None:
+        """The saved page for `url` (any spelling normalise_url equates, http or https), else None."""
+        key = _key(url)
+        entry = self._by_key.get(key)
+        if entry is None and key.startswith(("http://", "https://")):
+            other = "https://" + key[7:] if key.startswith("http://") else "http://" + key[8:]
+            entry = self._by_key.get(other)
+        if entry is None:
+            return None
+        return SavedPage(url=entry.url, content_type=entry.content_type, body=_load(self.root, entry),
+                         final_url=entry.url, title=entry.title, published=entry.published)
+
+    def search(self, query: str, n: int = 10) -> list[SearchResult]:
+        """Up to `n` pages best matching the words of `query` (BM25, title weighted); [] when nothing matches."""
+        match = _fts_query(query)
+        if match is None or n < 1:
+            return []
+        sql = (f"SELECT p.url, p.title, p.published, snippet(docs, 1, '', '', '…', 32) "
+               f"FROM docs JOIN pages p ON p.id = docs.rowid WHERE docs MATCH ? "
+               f"ORDER BY bm25(docs, {TITLE_WEIGHT}, 1.0) LIMIT ?")
+        with self._lock:
+            rows = self._db.execute(sql, (match, n)).fetchall()
+        return [SearchResult(title=title or url, url=url, snippet=" ".join(snippet.split()), published=published)
+                for url, title, published, snippet in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class CorpusSearch:
+    """The corpus behind the SearchProvider interface (recency is ignored: the frozen web has no "now")."""
+
+    name = "corpus"
+
+    def __init__(self, corpus: Corpus):
+        self.corpus = corpus
+
+    def search(self, query: str, n: int = 10, recency_days: int | None = None) -> list[SearchResult]:
+        return self.corpus.search(query, n)
+
+
+def _load(root: Path, entry: ManifestEntry) -> bytes:
+    data = (root / entry.path).read_bytes()
+    return gzip.decompress(data) if entry.path.endswith(".gz") else data
+
+
+def _open_existing(index: Path, fingerprint: str) -> sqlite3.Connection | None:
+    if not index.is_file():
+        return None
+    db = sqlite3.connect(f"file:{index}?mode=ro", uri=True, check_same_thread=False)
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
+    except sqlite3.DatabaseError:  # not an index of ours (or damaged): rebuild it
+        row = None
+    if row and row[0] == fingerprint:
+        return db
+    db.close()
+    return None
+
+
+def _extracted(root: Path, entry: ManifestEntry) -> tuple[str, str | None, str | None]:
+    body = _load(root, entry)
+    kind = _kind(entry.content_type)
+    charset = re.search(r"charset\s*=\s*[\"']?([^\"';\s]+)", entry.content_type, re.I)
+    content: str | bytes = body if kind == "pdf" else decode_text(
+        body, charset.group(1) if charset else None, html=kind == "html")
+    try:
+        doc = extract_document(kind, content, entry.url)  # type: ignore[arg-type]
+    except ExtractionError:
+        return "", entry.title, entry.published
+    return doc.text, entry.title or doc.title, entry.published or doc.published
+
+
+def _fill(db: sqlite3.Connection, root: Path, entries: list[ManifestEntry], fingerprint: str) -> None:
+    db.executescript("""
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
+        CREATE TABLE pages (id INTEGER PRIMARY KEY, url TEXT NOT NULL, title TEXT, published TEXT);
+        CREATE VIRTUAL TABLE docs USING fts5(title, body, tokenize = 'unicode61 remove_diacritics 2');
+    """)
+    seen: set[str] = set()
+    for entry in entries:
+        key = _key(entry.url)
+        if key in seen:  # the first line for a URL wins, as in get()
+            continue
+        seen.add(key)
+        text, title, published = _extracted(root, entry)
+        page_id = db.execute("INSERT INTO pages (url, title, published) VALUES (?, ?, ?)",
+                             (entry.url, title, published)).lastrowid
+        db.execute("INSERT INTO docs (rowid, title, body) VALUES (?, ?, ?)", (page_id, title or "", text))
+    db.execute("INSERT INTO meta VALUES ('fingerprint', ?)", (fingerprint,))
+    db.commit()
+
+
+def _build_index(root: Path, entries: list[ManifestEntry], fingerprint: str, index: Path) -> sqlite3.Connection:
+    try:
+        # Built under a temporary name and renamed, so a concurrent opener never sees half an index.
+        fd, tmp = tempfile.mkstemp(prefix=".index-", suffix=".tmp", dir=root)
+        os.close(fd)
+    except OSError:  # read-only folder: index in memory for this process
+        db = sqlite3.connect(":memory:", check_same_thread=False)
+        _fill(db, root, entries, fingerprint)
+        return db
+    try:
+        db = sqlite3.connect(tmp)  # SQLite takes the empty file as an empty database
+        _fill(db, root, entries, fingerprint)
+        db.close()
+        os.replace(tmp, index)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return sqlite3.connect(f"file:{index}?mode=ro", uri=True, check_same_thread=False)
+
+
+def build_corpus(pages: Iterable[CorpusPage], directory: str | os.PathLike[str]) -> Corpus:
+    """Save `pages` (gzip-compressed) with a manifest into `directory` and open the corpus."""
+    root = Path(directory)
+    (root / "pages").mkdir(parents=True, exist_ok=True)
+    lines = []
+    for page in pages:
+        name = f"pages/{hashlib.sha256(page.url.encode()).hexdigest()[:20]}.gz"
+        (root / name).write_bytes(gzip.compress(page.body, mtime=0))
+        entry = ManifestEntry(url=page.url, path=name, content_type=page.content_type, title=page.title,
+                              published=page.published)
+        lines.append(entry.model_dump_json(exclude_none=True))
+    (root / MANIFEST).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return Corpus.open(root)
+
+
+def corpus_from_extraction_set(src_dir: str | os.PathLike[str], dest_dir: str | os.PathLike[str],
+                               limit: int | None = None) -> Corpus:
+    """A corpus of the shared extraction set (ground-truth.json + html/<id>.html.gz), files copied as they are."""
+    src, dest = Path(src_dir), Path(dest_dir)
+    truth = json.loads((src / "ground-truth.json").read_text(encoding="utf-8"))
+    (dest / "pages").mkdir(parents=True, exist_ok=True)
+    lines = []
+    for page_id, item in sorted(truth.items())[:limit]:
+        name = f"pages/{page_id}.html.gz"
+        (dest / name).write_bytes((src / "html" / f"{page_id}.html.gz").read_bytes())
+        lines.append(ManifestEntry(url=item["url"], path=name).model_dump_json(exclude_none=True))
+    (dest / MANIFEST).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return Corpus.open(dest)

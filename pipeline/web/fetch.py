@@ -1,0 +1,469 @@
+"""Guarded, capped, cached page fetching: every outcome is a FetchResult (failures written for the model), never a
+raised exception for anything a remote site or a model-chosen URL can cause.
+
+Policy that callers and tests rely on:
+- The first URL and every redirect hop pass guard.check_url; the connection goes to the vetted IP (no second
+  name lookup can rebind it) with the real Host header, TLS SNI and certificate check against the real host name.
+  Environment proxies are ignored. At most MAX_REDIRECTS redirects are followed; one more is refused as
+  `blocked` (a policy limit, like a bad port).
+- Byte cap (Settings.fetch_max_bytes): a declared Content-Length over it is `too_large` without reading the body;
+  an uncompressed HTML or text body over it is cut at the cap and returned with truncated=True (the article is at
+  the top of the page); a PDF or unlabelled body over it is `too_large` (a cut PDF is unreadable); a compressed
+  body that inflates past it is `too_large` (a decompression bomb).
+- Deadline (Settings.fetch_deadline) covers connect, TLS, every read and write, and all hops together: no socket
+  wait may outlast it, so a slow drip gets `timeout`. (The one name lookup is bounded by the system resolver.)
+- Types: HTML, XHTML, plain text, PDF; others are `unsupported_type`, and so is a document extract.py cannot
+  read (a malformed PDF, a page with no text), as the closest of the fixed kinds.
+- Text: BOM, then the header charset, then a <meta> charset, then UTF-8, then detection; labels browsers read as
+  Windows code pages (iso-8859-1, ascii, shift_jis, ...) are decoded as those code pages.
+- Per Fetcher (one run): successes are cached by normalised URL (original and final), failures are remembered
+  and answered `repeat_failure` without traffic or budget. A budget refusal is not remembered.
+"""
+from __future__ import annotations
+
+import codecs
+import re
+import ssl
+import threading
+import time
+import zlib
+from dataclasses import dataclass
+from typing import Callable, Iterator, Literal, Protocol
+from urllib.parse import urljoin
+
+import httpcore
+import httpx
+from charset_normalizer import from_bytes
+
+from pipeline.budget import Budget, Phase
+from pipeline.config import Settings
+from pipeline.events import EventSink, NullSink
+from pipeline.schema import ErrorKind, FetchResult
+from pipeline.web.extract import Extracted, ExtractionError, extract_html, extract_pdf, extract_text_plain
+from pipeline.web.guard import Blocked, Resolver, Vetted, check_url, default_resolver
+from pipeline.web.urls import normalise_url
+
+MAX_REDIRECTS = 5
+Kind = Literal["html", "text", "pdf"]
+Extractor = Callable[[Kind, str | bytes, str], Extracted]
+
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_KINDS: dict[str, Kind] = {"text/html": "html", "application/xhtml+xml": "html", "text/plain": "text",
+                           "application/pdf": "pdf", "application/x-pdf": "pdf"}
+_UNLABELLED = frozenset({"", "application/octet-stream", "binary/octet-stream"})
+_HEADERS = {
+    "User-Agent": "Mozilla/5.0 (compatible; VerbatimResearch/0.1)",
+    "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,application/pdf;q=0.8,*/*;q=0.1",
+    "Accept-Encoding": "gzip, deflate",
+    "Accept-Language": "en;q=1.0, *;q=0.5",
+    "Connection": "close",
+}
+_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+_META_CHARSET = re.compile(rb"<meta[^>]*?charset\s*=\s*[\"']?\s*([a-zA-Z0-9_.:-]+)", re.I)
+# Browsers decode these labels as the Windows code pages that extend them (WHATWG Encoding); pages rely on it.
+_SUPERSETS = {"iso8859-1": "cp1252", "ascii": "cp1252", "iso8859-9": "cp1254", "iso8859-11": "cp874",
+              "tis-620": "cp874", "shift_jis": "cp932", "euc_kr": "cp949", "gb2312": "gb18030", "gbk": "gb18030",
+              "utf-16": "utf-16-le"}
+_LABELS = {"x-sjis": "cp932", "windows-31j": "cp932", "x-gbk": "gb18030", "x-mac-roman": "mac_roman"}
+
+
+@dataclass(frozen=True)
+class SavedPage:
+    """A page saved earlier (offline corpus): served instead of the network, through the same decoding."""
+
+    url: str
+    content_type: str
+    body: bytes
+    final_url: str
+    title: str | None = None  # the corpus manifest's own title/date win over extraction
+    published: str | None = None
+
+
+class CorpusLike(Protocol):
+    """Saved pages by URL; None when the corpus does not hold the URL."""
+
+    def get(self, url: str) -> SavedPage | None: ...
+
+
+def extract_document(kind: Kind, content: str | bytes, url: str) -> Extracted:
+    """Title, text and date of a decoded page (html/text) or raw PDF bytes, via extract.py."""
+    if kind == "pdf":
+        return extract_pdf(content if isinstance(content, bytes) else content.encode())
+    text = content if isinstance(content, str) else content.decode("utf-8", "replace")
+    return extract_html(text, url=url) if kind == "html" else extract_text_plain(text)
+
+
+def fetch_command_result(url: str, settings: Settings) -> FetchResult:
+    """One guarded fetch and extraction with production defaults: `python -m pipeline fetch URL`."""
+    return Fetcher(settings).fetch(url)
+
+
+class _Failure(Exception):
+    """Ends one fetch early; turned into a FetchResult inside Fetcher.fetch, never seen by callers."""
+
+    def __init__(self, kind: ErrorKind, reason: str, origin: _Origin | None = None, *, verbatim: bool = False) -> None:
+        super().__init__(reason)
+        self.kind, self.reason, self.origin, self.verbatim = kind, " ".join(reason.split()), origin or _Origin(), verbatim
+
+    def result(self, url: str) -> FetchResult:
+        o = self.origin
+        head = str(o.status) if self.kind == "http_status" and o.status else self.kind
+        message = self.reason if self.verbatim else f"FETCH_FAILED: {head} - {self.reason}; choose another source"
+        return FetchResult(ok=False, error_kind=self.kind, error=message, url=url, final_url=o.final_url,
+                           status=o.status, content_type=o.content_type)
+
+
+@dataclass(frozen=True)
+class _Origin:
+    """Where a failure happened, for the FetchResult: the URL reached, its status and media type."""
+
+    final_url: str | None = None
+    status: int | None = None
+    content_type: str | None = None
+
+
+@dataclass(frozen=True)
+class _Page:
+    final_url: str
+    status: int
+    media_type: str
+    charset: str | None
+    kind: Kind
+    body: bytes
+    truncated: bool = False
+    title: str | None = None
+    published: str | None = None
+
+
+class Fetcher:
+    """Fetches pages for one run under the policy in the module docstring; safe to share between threads."""
+
+    def __init__(self, settings: Settings, *, resolve: Resolver = default_resolver,
+                 network_backend: httpcore.NetworkBackend | None = None, ssl_context: ssl.SSLContext | None = None,
+                 budget: Budget | None = None, events: EventSink | None = None, corpus: CorpusLike | None = None,
+                 extract: Extractor = extract_document, clock: Callable[[], float] = time.monotonic) -> None:
+        self._settings, self._resolve, self._budget, self._corpus = settings, resolve, budget, corpus
+        self._backend = network_backend or httpcore.SyncBackend()
+        self._ssl = ssl_context or httpx.create_ssl_context()
+        self._events = events or NullSink()
+        self._extract, self._clock = extract, clock
+        self._lock = threading.Lock()
+        self._url_locks: dict[str, threading.Lock] = {}
+        self._done: dict[str, FetchResult] = {}
+        self._failed: dict[str, ErrorKind] = {}
+
+    def fetch(self, url: str, phase: Phase = Phase.RESEARCH) -> FetchResult:
+        """The page at `url`, extracted; or ok=False with error_kind and a one-line message for the model."""
+        started = self._clock()
+        key = _key(url)
+        with self._lock:
+            url_lock = self._url_locks.setdefault(key, threading.Lock())
+        with url_lock:  # a second thread asking for the same URL waits and then reads the cache
+            result, cached = self._remembered(key, url), True
+            if result is None:
+                result, cached = self._fetch_new(url, phase), False
+                self._remember(key, result)
+        self._events.emit("fetch", {**result.model_dump(), "cached": cached},
+                          ms=(self._clock() - started) * 1000)
+        return result
+
+    def _remembered(self, key: str, url: str) -> FetchResult | None:
+        with self._lock:
+            done, failed = self._done.get(key), self._failed.get(key)
+        if done is not None:
+            return done.model_copy(update={"url": url})
+        if failed is not None:
+            return _Failure("repeat_failure", f"this URL already failed in this run ({failed})").result(url)
+        return None
+
+    def _remember(self, key: str, result: FetchResult) -> None:
+        with self._lock:
+            if result.ok:
+                self._done[key] = result
+                if result.final_url:
+                    self._done.setdefault(_key(result.final_url), result)
+            elif result.error_kind != "budget":
+                self._failed[key] = result.error_kind or "network"
+
+    def _fetch_new(self, url: str, phase: Phase) -> FetchResult:
+        try:
+            page = self._from_corpus(url, phase) if self._corpus is not None else self._from_web(url, phase)
+            return self._extracted(url, page)
+        except _Failure as failure:
+            return failure.result(url)
+
+    def _spend(self, phase: Phase) -> None:
+        refusal = self._budget.spend("fetches", phase) if self._budget is not None else None
+        if refusal is not None:
+            raise _Failure("budget", refusal.message, verbatim=True)
+
+    def _from_corpus(self, url: str, phase: Phase) -> _Page:
+        assert self._corpus is not None
+        saved = self._corpus.get(url)
+        if saved is None:
+            raise _Failure("blocked", "this run reads only the offline corpus, which does not hold this URL")
+        self._spend(phase)
+        media, charset = _content_type(saved.content_type)
+        return _Page(saved.final_url, 200, media, charset, _kind(media, saved.body), saved.body,
+                     title=saved.title, published=saved.published)
+
+    def _from_web(self, url: str, phase: Phase) -> _Page:
+        vetted = check_url(url, self._settings, self._resolve)
+        if isinstance(vetted, Blocked):
+            raise _Failure(vetted.error_kind, vetted.reason)
+        self._spend(phase)
+        backend = _DeadlineBackend(self._backend, self._clock() + self._settings.fetch_deadline, self._clock)
+        try:
+            for hop in range(MAX_REDIRECTS + 1):
+                answer = self._request(vetted, backend)
+                if isinstance(answer, _Page):
+                    return answer
+                if hop == MAX_REDIRECTS:
+                    raise _Failure("blocked", f"the page redirects more than {MAX_REDIRECTS} times",
+                                   _Origin(final_url=vetted.url))
+                target = urljoin(vetted.url, answer)
+                checked = check_url(target, self._settings, self._resolve)
+                if isinstance(checked, Blocked):
+                    raise _Failure(checked.error_kind, f"it redirects to a refused URL: {checked.reason}",
+                                   _Origin(final_url=target))
+                vetted = checked
+        except (httpx.TimeoutException, httpcore.TimeoutException):
+            raise _Failure("timeout", f"the site did not deliver the page within {self._settings.fetch_deadline:g} s") from None
+        except (httpx.HTTPError, httpx.InvalidURL, httpcore.NetworkError, httpcore.ProtocolError,
+                httpcore.UnsupportedProtocol, ssl.SSLError) as e:
+            raise _Failure("network", f"the connection failed ({type(e).__name__})") from None
+        raise AssertionError("unreachable: the redirect loop returns or raises")
+
+    def _request(self, vetted: Vetted, backend: _DeadlineBackend) -> _Page | str:
+        """One request: a finished _Page, or the Location of a redirect."""
+        limit = min(10.0, self._settings.fetch_deadline)
+        extensions = {"sni_hostname": vetted.host} if vetted.scheme == "https" else {}
+        with httpx.Client(transport=_GuardedTransport(backend, self._ssl), trust_env=False,
+                          follow_redirects=False, timeout=httpx.Timeout(limit, connect=min(5.0, limit))) as client:
+            request = client.build_request("GET", vetted.connect_url, headers={**_HEADERS, "Host": vetted.host_header},
+                                           extensions=extensions)
+            response = client.send(request, stream=True)
+            try:
+                media, charset = _content_type(response.headers.get("content-type", ""))
+                status = response.status_code
+                if status in _REDIRECTS and response.headers.get("location", "").strip():
+                    return response.headers["location"].strip()
+                if not 200 <= status < 300:
+                    raise _Failure("http_status", _status_reason(status), _Origin(vetted.url, status, media or None))
+                return self._read(response, vetted.url, media, charset, backend)
+            finally:
+                response.close()
+
+    def _read(self, response: httpx.Response, final_url: str, media: str, charset: str | None,
+              backend: _DeadlineBackend) -> _Page:
+        cap = self._settings.fetch_max_bytes
+        origin = _Origin(final_url, response.status_code, media or None)
+        if media not in _KINDS and media not in _UNLABELLED:
+            raise _Failure("unsupported_type", f"the page is {media}, not HTML, text or PDF", origin)
+        declared = response.headers.get("content-length", "").strip()
+        if declared.isdigit() and int(declared) > cap:
+            raise _Failure("too_large", f"the page is {int(declared):,} bytes; the limit is {cap:,}", origin)
+        inflater = _Inflater(response.headers.get("content-encoding", ""), origin)
+        may_cut = _KINDS.get(media) in ("html", "text")
+        body, raw, truncated = bytearray(), 0, False
+        for chunk in response.iter_raw():
+            backend.check()  # also bounds a server that streams fast but forever within each read timeout
+            raw += len(chunk)
+            piece = inflater.feed(chunk, cap - len(body))
+            if len(body) + len(piece) > cap or raw > cap:
+                if inflater.compressed or not may_cut:
+                    raise _Failure("too_large", f"the page is larger than the {cap:,}-byte limit", origin)
+                body += piece[: cap - len(body)]
+                truncated = True
+                break
+            body += piece
+        data = bytes(body)
+        return _Page(final_url, response.status_code, media, charset, _kind(media, data, origin), data, truncated)
+
+    def _extracted(self, url: str, page: _Page) -> FetchResult:
+        content: str | bytes = page.body
+        if page.kind != "pdf":
+            content = decode_text(page.body, page.charset, html=page.kind == "html", truncated=page.truncated)
+        try:
+            extracted = self._extract(page.kind, content, page.final_url)
+        except ExtractionError as e:
+            raise _Failure("unsupported_type", f"the {page.kind.upper()} could not be read: {e}",
+                           _Origin(page.final_url, page.status, page.media_type)) from None
+        return FetchResult(ok=True, url=url, final_url=page.final_url, status=page.status,
+                           content_type=page.media_type, title=page.title or extracted.title,
+                           text=extracted.text, published=page.published or extracted.published, truncated=page.truncated, bytes=len(page.body))
+
+
+def decode_text(body: bytes, declared: str | None, *, html: bool, truncated: bool = False) -> str:
+    """Bytes as text: BOM, then the declared charset, then (HTML) a <meta> charset, then UTF-8, then detection."""
+    for bom, codec in _BOMS:
+        if body.startswith(bom):
+            return body.decode(codec, errors="replace")
+    codec = _codec(declared)
+    if codec is None and html:
+        meta = _META_CHARSET.search(body[:8192])
+        codec = _codec(meta.group(1).decode("ascii")) if meta else None
+        if codec and codec.startswith("utf-16"):
+            codec = "utf-8"  # a <meta> readable as ASCII cannot be in UTF-16 (WHATWG)
+    if codec:
+        return body.decode(codec, errors="replace")
+    try:  # a body cut at the cap may end inside a character: decode all but that partial tail
+        return codecs.getincrementaldecoder("utf-8")().decode(body, final=not truncated)
+    except UnicodeDecodeError:
+        best = from_bytes(body[:200_000]).best()
+        return body.decode((_codec(best.encoding) if best else None) or "cp1252", errors="replace")
+
+
+def _codec(label: str | None) -> str | None:
+    """The Python codec a charset label means to a browser; None for an unknown or missing label."""
+    label = (label or "").strip().strip("\"'").lower()
+    try:
+        name = codecs.lookup(_LABELS.get(label, label)).name if label else None
+    except LookupError:
+        return None
+    return _SUPERSETS.get(name, name) if name else None
+
+
+def _key(url: str) -> str:
+    try:
+        return normalise_url(url)
+    except ValueError:
+        return url.strip()
+
+
+def _content_type(header: str) -> tuple[str, str | None]:
+    media, _, params = header.partition(";")
+    charset = re.search(r"charset\s*=\s*[\"']?([^\"';\s]+)", params, re.I)
+    return media.strip().lower(), charset.group(1) if charset else None
+
+
+def _kind(media: str, body: bytes, origin: _Origin | None = None) -> Kind:
+    """The document kind from the media type, or sniffed from the bytes when the type says nothing."""
+    if media in _KINDS:
+        return _KINDS[media]
+    head = body[:1024].lstrip().lower()
+    if head.startswith(b"%pdf-"):
+        return "pdf"
+    if head.startswith((b"<!doctype html", b"<html")) or b"<html" in head:
+        return "html"
+    raise _Failure("unsupported_type", f"the page is {media or 'unlabelled'} and not recognisably HTML or PDF",
+                   origin)
+
+
+def _status_reason(status: int) -> str:
+    if status in (401, 403):
+        return "the site refused access"
+    if status in (404, 410):
+        return "the page does not exist"
+    if status == 429:
+        return "the site is limiting requests"
+    if status >= 500:
+        return "the site had a server error"
+    return f"the site answered HTTP {status} without a page"
+
+
+class _Inflater:
+    """Content-Encoding decoding that never produces more than asked for, so a bomb stops at the cap."""
+
+    def __init__(self, encoding: str, origin: _Origin) -> None:
+        encoding = encoding.strip().lower()
+        self.compressed = encoding not in ("", "identity")
+        if encoding in ("gzip", "x-gzip"):
+            self._z: zlib._Decompress | None = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif encoding == "deflate":
+            self._z = zlib.decompressobj(zlib.MAX_WBITS)
+        elif not self.compressed:
+            self._z = None
+        else:
+            raise _Failure("unsupported_type", f"the page uses content encoding {encoding[:40]}", origin)
+        self._raw_deflate_tried = encoding != "deflate"
+        self._origin = origin
+
+    def feed(self, data: bytes, room: int) -> bytes:
+        """Decode `data`, returning at most room + 1 bytes (one more than fits means: over the cap)."""
+        if self._z is None:
+            return data
+        try:
+            return self._z.decompress(data, max(room, 0) + 1)
+        except zlib.error:
+            if not self._raw_deflate_tried:  # some servers send "deflate" without the zlib wrapper
+                self._raw_deflate_tried = True
+                self._z = zlib.decompressobj(-zlib.MAX_WBITS)
+                return self.feed(data, room)
+            raise _Failure("network", "the compressed page is corrupt", self._origin) from None
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """Clamps every connect, TLS handshake, read and write to the time left before one fetch's deadline."""
+
+    def __init__(self, inner: httpcore.NetworkBackend, deadline: float, clock: Callable[[], float]) -> None:
+        self._inner, self._deadline, self._clock = inner, deadline, clock
+
+    def check(self, timeout: float | None = None, error: type[Exception] = httpcore.ReadTimeout) -> float:
+        """Seconds a wait may take now; raises `error` once the deadline has passed."""
+        remaining = self._deadline - self._clock()
+        if remaining <= 0:
+            raise error("the fetch deadline passed")
+        return remaining if timeout is None else min(timeout, remaining)
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: object = None) -> httpcore.NetworkStream:
+        wait = self.check(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._inner.connect_tcp(host, port, wait, local_address, socket_options), self)  # type: ignore[arg-type]
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    def __init__(self, stream: httpcore.NetworkStream, backend: _DeadlineBackend) -> None:
+        self._stream, self._backend = stream, backend
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, self._backend.check(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, self._backend.check(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        wait = self._backend.check(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, wait), self._backend)
+
+    def get_extra_info(self, info: str) -> object:
+        return self._stream.get_extra_info(info)
+
+
+class _GuardedTransport(httpx.BaseTransport):
+    """httpx over one unpooled connection on the deadline backend; pooling could reuse a TLS session that was
+    verified for another host name on the same IP."""
+
+    def __init__(self, backend: _DeadlineBackend, ssl_context: ssl.SSLContext) -> None:
+        self._pool = httpcore.ConnectionPool(ssl_context=ssl_context, max_connections=1, max_keepalive_connections=0,
+                                             retries=0, network_backend=backend)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url = httpcore.URL(scheme=request.url.raw_scheme, host=request.url.raw_host, port=request.url.port,
+                           target=request.url.raw_path)
+        core = httpcore.Request(request.method, url, headers=request.headers.raw, content=request.stream,  # type: ignore[arg-type]
+                                extensions=request.extensions)
+        response = self._pool.handle_request(core)
+        return httpx.Response(response.status, headers=response.headers, stream=_CoreStream(response),
+                              extensions=response.extensions)
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+class _CoreStream(httpx.SyncByteStream):
+    def __init__(self, response: httpcore.Response) -> None:
+        self._response = response
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._response.iter_stream()
+
+    def close(self) -> None:
+        self._response.close()

@@ -1,0 +1,1 @@
+"""Remote search providers (Brave, Tavily, SearXNG, Anthropic's server tool) and what they share (base.py)."""

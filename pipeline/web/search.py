@@ -1,0 +1,143 @@
+"""Search providers behind one interface, chosen by RESEARCH_SEARCH_PROVIDER, and the budgeted SearchService.
+
+Providers (pipeline/web/providers/ and corpus.py): brave, tavily, searxng, anthropic (server-side web search
+tool, through llm.py), corpus (offline saved pages). Each `search(query, n, recency_days)` returns
+list[SearchResult] (title, url, snippet, published) or raises SearchFailed, after transient faults were retried
+in code (see providers/base.py). SearchService turns every remote fault, refusal and empty answer into a
+message for the model; it never raises for them.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import httpx
+from pydantic import BaseModel
+
+from ..budget import Budget, Phase
+from ..config import ConfigError, Settings
+from ..events import EventSink, NullSink
+from ..schema import SearchResult
+from .corpus import Corpus, CorpusSearch
+from .providers.anthropic import AnthropicWebSearch, parse_web_search_blocks
+from .providers.base import SearchFailed, SearchProvider, Sleep, default_http_client
+from .providers.brave import BraveSearch
+from .providers.searxng import SearxngSearch
+from .providers.tavily import TavilySearch
+from .urls import normalise_url
+
+__all__ = [
+    "AnthropicWebSearch", "BraveSearch", "CorpusSearch", "SearchFailed", "SearchOutcome", "SearchProvider",
+    "SearchService", "SearxngSearch", "TavilySearch", "make_provider", "parse_web_search_blocks",
+    "search_command_results",
+]
+
+
+def _anthropic_provider(settings: Settings) -> AnthropicWebSearch:
+    # Imported here: llm.py is the only module that imports the SDK, and other providers should not load it.
+    from ..llm import LLM, LLMError
+    from ..schema import BudgetLimits
+
+    llm = LLM(settings, Budget(BudgetLimits(), settings.price))
+    return AnthropicWebSearch(llm.server_web_search, errors=(LLMError,))
+
+
+def make_provider(settings: Settings, *, http: httpx.Client | None = None, sleep: Sleep = time.sleep,
+                  server_web_search: Callable[[str, int, int | None], list[dict[str, Any]]] | None = None,
+                  ) -> SearchProvider:
+    """The provider RESEARCH_SEARCH_PROVIDER names; ConfigError naming the variable when its key/URL is missing.
+
+    For `anthropic`, pass the run's `llm.server_web_search` so its searches count against the run's budget;
+    without it a separate LLM with default budget limits is made (the CLI's one-off search).
+    """
+    settings.require_search_access()
+    name = settings.search_provider
+    if name == "corpus":
+        return CorpusSearch(Corpus.open(settings.corpus_dir))
+    if name == "anthropic":
+        if server_web_search is not None:
+            return AnthropicWebSearch(server_web_search)
+        return _anthropic_provider(settings)
+    client = http or default_http_client()
+    if name == "brave":
+        assert settings.brave_api_key is not None
+        return BraveSearch(settings.brave_api_key.get_secret_value(), client, base_url=settings.search_base_url,
+                           sleep=sleep)
+    if name == "tavily":
+        assert settings.tavily_api_key is not None
+        return TavilySearch(settings.tavily_api_key.get_secret_value(), client, base_url=settings.search_base_url,
+                            sleep=sleep)
+    if name == "searxng":
+        base = settings.search_base_url or settings.searxng_url
+        assert base is not None
+        return SearxngSearch(base, client, sleep=sleep)
+    raise ConfigError(f"RESEARCH_SEARCH_PROVIDER={name} is not a known provider; use brave, tavily, searxng, "
+                      "anthropic or corpus.")
+
+
+def search_command_results(query: str, settings: Settings, n: int = 10) -> list[SearchResult]:
+    """One search with production defaults: `python -m pipeline search QUERY`. Raises SearchFailed/ConfigError."""
+    provider = make_provider(settings)
+    return _unique(provider.search(query, n=n))[:n]
+
+
+class SearchOutcome(BaseModel):
+    """One search as the model sees it: results, and a message when there are none or it failed."""
+
+    query: str
+    provider: str
+    results: list[SearchResult] = []
+    message: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.results)
+
+
+def _unique(results: list[SearchResult]) -> list[SearchResult]:
+    seen: set[str] = set()
+    kept = []
+    for result in results:
+        try:
+            key = normalise_url(result.url)
+        except ValueError:
+            key = result.url
+        if key not in seen:
+            seen.add(key)
+            kept.append(result)
+    return kept
+
+
+class SearchService:
+    """Budgeted, recorded searches: each costs one `searches` unit; remote faults become messages, never raises."""
+
+    def __init__(self, provider: SearchProvider, budget: Budget | None = None, events: EventSink | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self._provider = provider
+        self._budget = budget
+        self._events = events or NullSink()
+        self._clock = clock
+
+    def search(self, query: str, n: int = 10, recency_days: int | None = None,
+               phase: Phase = Phase.RESEARCH) -> SearchOutcome:
+        """Up to `n` results for `query`, or a message saying why there are none."""
+        query = " ".join(query.split())
+        outcome = SearchOutcome(query=query, provider=self._provider.name)
+        started = self._clock()
+        if not query:
+            outcome.message = "SEARCH_REFUSED: the query is empty; write a few keywords."
+        elif self._budget is not None and (refusal := self._budget.spend("searches", phase)) is not None:
+            outcome.message = refusal.message
+        else:
+            try:
+                outcome.results = _unique(self._provider.search(query, n=max(1, n), recency_days=recency_days))[:n]
+                if not outcome.results:
+                    outcome.message = f"NO_RESULTS: the search returned nothing for {query!r}; try different words."
+            except SearchFailed as e:
+                outcome.message = str(e)
+        self._events.emit("search", {
+            "query": query, "provider": outcome.provider, "n": n, "recency_days": recency_days,
+            "phase": phase.value, "count": len(outcome.results), "message": outcome.message,
+            "results": [r.model_dump() for r in outcome.results],
+        }, ms=(self._clock() - started) * 1000)
+        return outcome
