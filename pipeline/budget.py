@@ -94,6 +94,11 @@ class Budget:
             setattr(self._used, counter, used + n)
             return None
 
+    def remaining(self, counter: Counter, phase: Phase = Phase.RESEARCH) -> int:
+        """How many searches or fetches `phase` may still take."""
+        with self._lock:
+            return max(0, int(self._ceiling(getattr(self.limits, counter), phase)) - getattr(self._used, counter))
+
     def authorize_call(
         self, model: str, *, input_tokens: int, max_tokens: int, phase: Phase = Phase.RESEARCH
     ) -> Grant | Refusal:

@@ -174,3 +174,12 @@ def test_unknown_model_is_refused_loudly() -> None:
     budget = Budget(BudgetLimits(), Settings().price)
     with pytest.raises(ConfigError, match="RESEARCH_PRICES"):
         budget.authorize_call("no-such-model", input_tokens=1, max_tokens=1)
+
+
+def test_remaining_counts_the_reserve_for_research_only() -> None:
+    budget = Budget(BudgetLimits(fetches=10, reserve=0.3), price_of)
+    budget.spend("fetches", n=5)
+    assert budget.remaining("fetches", Phase.RESEARCH) == 2
+    assert budget.remaining("fetches", Phase.SYNTHESIS) == 5
+    budget.spend("fetches", Phase.SYNTHESIS, n=5)
+    assert budget.remaining("fetches", Phase.RESEARCH) == 0

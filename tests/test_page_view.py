@@ -19,6 +19,12 @@ def test_excerpt_respects_limit_and_keeps_the_relevant_paragraph() -> None:
     assert "[…]" in out
 
 
+def test_gap_marker_only_where_paragraphs_were_left_out() -> None:
+    text = "\n\n".join(["alpha one", "beta two", "gamma three", "delta four"]) + "\n\n" + "filler " * 2_000
+    out, cut = focus_excerpt(text, "alpha beta delta", limit=35)
+    assert cut and out == "alpha one\n\nbeta two\n\n[…]\ndelta four"
+
+
 def test_excerpt_keeps_page_order() -> None:
     out, _ = focus_excerpt(TEXT, "Paragraph 3 Paragraph 200 Qdrant", limit=3_000)
     assert out.index("Paragraph 3 ") < out.index(KEY) < out.index("Paragraph 200 ")

@@ -25,6 +25,7 @@ class Evidence:
     sources: list[Source]
     gaps: list[str] = field(default_factory=list)
     calculations: list[Calculation] = field(default_factory=list)
+    proxies: list[str] = field(default_factory=list)  # "most popular -> most GitHub stars", shown in the label
 
     def gap_ids(self) -> list[str]:
         return [f"G{i}" for i in range(1, len(self.gaps) + 1)]

@@ -44,21 +44,21 @@ def focus_excerpt(text: str, focus: str, limit: int = EXCERPT_CHARS) -> tuple[st
         s = sum(math.log(1 + n / (1 + df[t])) * d[t] / (d[t] + 1.2 * (0.25 + 0.75 * length / 60)) for t in query)
         return s - i * 1e-6  # ties: earlier paragraphs first
 
-    chosen, used = [], 0
+    chosen: list[int] = []
+    used = 0
     for i in sorted(range(n), key=score, reverse=True):
+        size = spans[i][1] - spans[i][0] + 2
+        if used + size <= limit:
+            chosen.append(i)
+            used += size
+    if not chosen:  # one huge paragraph: show its start
+        a = spans[max(range(n), key=score)][0]
+        return text[a:a + limit], True
+    parts, previous = [], -1
+    for i in sorted(chosen):
         a, b = spans[i]
-        size = b - a + 2
-        if used + size > limit:
-            if not chosen and size > limit:  # one huge paragraph: show its start
-                chosen.append((a, a + limit))
-                used = limit
-            continue
-        chosen.append((a, b))
-        used += size
-    parts, last_end = [], 0
-    for a, b in sorted(chosen):
-        parts.append(("[…]\n" if a > last_end else "") + text[a:b])
-        last_end = b
+        parts.append(("[…]\n" if i > previous + 1 else "") + text[a:b])  # mark only where paragraphs were left out
+        previous = i
     return "\n\n".join(parts), True
 
 

@@ -21,19 +21,17 @@ Policy that callers and tests rely on:
 """
 from __future__ import annotations
 
-import codecs
 import re
 import ssl
 import threading
 import time
 import zlib
 from dataclasses import dataclass
-from typing import Callable, Iterator, Literal, Protocol
+from typing import Callable, Literal, Protocol
 from urllib.parse import urljoin
 
 import httpcore
 import httpx
-from charset_normalizer import from_bytes
 
 from pipeline.budget import Budget, Phase
 from pipeline.config import Settings
@@ -41,6 +39,8 @@ from pipeline.events import EventSink, NullSink
 from pipeline.schema import ErrorKind, FetchResult
 from pipeline.web.extract import Extracted, ExtractionError, extract_html, extract_pdf, extract_text_plain
 from pipeline.web.guard import Blocked, Resolver, Vetted, check_url, default_resolver
+from pipeline.web.charset import decode_text
+from pipeline.web.transport import DeadlineBackend, GuardedTransport
 from pipeline.web.urls import normalise_url
 
 MAX_REDIRECTS = 5
@@ -58,13 +58,6 @@ _HEADERS = {
     "Accept-Language": "en;q=1.0, *;q=0.5",
     "Connection": "close",
 }
-_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
-_META_CHARSET = re.compile(rb"<meta[^>]*?charset\s*=\s*[\"']?\s*([a-zA-Z0-9_.:-]+)", re.I)
-# Browsers decode these labels as the Windows code pages that extend them (WHATWG Encoding); pages rely on it.
-_SUPERSETS = {"iso8859-1": "cp1252", "ascii": "cp1252", "iso8859-9": "cp1254", "iso8859-11": "cp874",
-              "tis-620": "cp874", "shift_jis": "cp932", "euc_kr": "cp949", "gb2312": "gb18030", "gbk": "gb18030",
-              "utf-16": "utf-16-le"}
-_LABELS = {"x-sjis": "cp932", "windows-31j": "cp932", "x-gbk": "gb18030", "x-mac-roman": "mac_roman"}
 
 
 @dataclass(frozen=True)
@@ -212,7 +205,7 @@ class Fetcher:
         if isinstance(vetted, Blocked):
             raise _Failure(vetted.error_kind, vetted.reason)
         self._spend(phase)
-        backend = _DeadlineBackend(self._backend, self._clock() + self._settings.fetch_deadline, self._clock)
+        backend = DeadlineBackend(self._backend, self._clock() + self._settings.fetch_deadline, self._clock)
         try:
             for hop in range(MAX_REDIRECTS + 1):
                 answer = self._request(vetted, backend)
@@ -234,11 +227,11 @@ class Fetcher:
             raise _Failure("network", f"the connection failed ({type(e).__name__})") from None
         raise AssertionError("unreachable: the redirect loop returns or raises")
 
-    def _request(self, vetted: Vetted, backend: _DeadlineBackend) -> _Page | str:
+    def _request(self, vetted: Vetted, backend: DeadlineBackend) -> _Page | str:
         """One request: a finished _Page, or the Location of a redirect."""
         limit = min(10.0, self._settings.fetch_deadline)
         extensions = {"sni_hostname": vetted.host} if vetted.scheme == "https" else {}
-        with httpx.Client(transport=_GuardedTransport(backend, self._ssl), trust_env=False,
+        with httpx.Client(transport=GuardedTransport(backend, self._ssl), trust_env=False,
                           follow_redirects=False, timeout=httpx.Timeout(limit, connect=min(5.0, limit))) as client:
             request = client.build_request("GET", vetted.connect_url, headers={**_HEADERS, "Host": vetted.host_header},
                                            extensions=extensions)
@@ -255,7 +248,7 @@ class Fetcher:
                 response.close()
 
     def _read(self, response: httpx.Response, final_url: str, media: str, charset: str | None,
-              backend: _DeadlineBackend) -> _Page:
+              backend: DeadlineBackend) -> _Page:
         cap = self._settings.fetch_max_bytes
         origin = _Origin(final_url, response.status_code, media or None)
         if media not in _KINDS and media not in _UNLABELLED:
@@ -292,36 +285,6 @@ class Fetcher:
         return FetchResult(ok=True, url=url, final_url=page.final_url, status=page.status,
                            content_type=page.media_type, title=page.title or extracted.title,
                            text=extracted.text, published=page.published or extracted.published, truncated=page.truncated, bytes=len(page.body))
-
-
-def decode_text(body: bytes, declared: str | None, *, html: bool, truncated: bool = False) -> str:
-    """Bytes as text: BOM, then the declared charset, then (HTML) a <meta> charset, then UTF-8, then detection."""
-    for bom, codec in _BOMS:
-        if body.startswith(bom):
-            return body.decode(codec, errors="replace")
-    codec = _codec(declared)
-    if codec is None and html:
-        meta = _META_CHARSET.search(body[:8192])
-        codec = _codec(meta.group(1).decode("ascii")) if meta else None
-        if codec and codec.startswith("utf-16"):
-            codec = "utf-8"  # a <meta> readable as ASCII cannot be in UTF-16 (WHATWG)
-    if codec:
-        return body.decode(codec, errors="replace")
-    try:  # a body cut at the cap may end inside a character: decode all but that partial tail
-        return codecs.getincrementaldecoder("utf-8")().decode(body, final=not truncated)
-    except UnicodeDecodeError:
-        best = from_bytes(body[:200_000]).best()
-        return body.decode((_codec(best.encoding) if best else None) or "cp1252", errors="replace")
-
-
-def _codec(label: str | None) -> str | None:
-    """The Python codec a charset label means to a browser; None for an unknown or missing label."""
-    label = (label or "").strip().strip("\"'").lower()
-    try:
-        name = codecs.lookup(_LABELS.get(label, label)).name if label else None
-    except LookupError:
-        return None
-    return _SUPERSETS.get(name, name) if name else None
 
 
 def _key(url: str) -> str:
@@ -391,79 +354,3 @@ class _Inflater:
                 self._z = zlib.decompressobj(-zlib.MAX_WBITS)
                 return self.feed(data, room)
             raise _Failure("network", "the compressed page is corrupt", self._origin) from None
-
-
-class _DeadlineBackend(httpcore.NetworkBackend):
-    """Clamps every connect, TLS handshake, read and write to the time left before one fetch's deadline."""
-
-    def __init__(self, inner: httpcore.NetworkBackend, deadline: float, clock: Callable[[], float]) -> None:
-        self._inner, self._deadline, self._clock = inner, deadline, clock
-
-    def check(self, timeout: float | None = None, error: type[Exception] = httpcore.ReadTimeout) -> float:
-        """Seconds a wait may take now; raises `error` once the deadline has passed."""
-        remaining = self._deadline - self._clock()
-        if remaining <= 0:
-            raise error("the fetch deadline passed")
-        return remaining if timeout is None else min(timeout, remaining)
-
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: object = None) -> httpcore.NetworkStream:
-        wait = self.check(timeout, httpcore.ConnectTimeout)
-        return _DeadlineStream(self._inner.connect_tcp(host, port, wait, local_address, socket_options), self)  # type: ignore[arg-type]
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
-
-
-class _DeadlineStream(httpcore.NetworkStream):
-    def __init__(self, stream: httpcore.NetworkStream, backend: _DeadlineBackend) -> None:
-        self._stream, self._backend = stream, backend
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._stream.read(max_bytes, self._backend.check(timeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._stream.write(buffer, self._backend.check(timeout, httpcore.WriteTimeout))
-
-    def close(self) -> None:
-        self._stream.close()
-
-    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
-        wait = self._backend.check(timeout, httpcore.ConnectTimeout)
-        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, wait), self._backend)
-
-    def get_extra_info(self, info: str) -> object:
-        return self._stream.get_extra_info(info)
-
-
-class _GuardedTransport(httpx.BaseTransport):
-    """httpx over one unpooled connection on the deadline backend; pooling could reuse a TLS session that was
-    verified for another host name on the same IP."""
-
-    def __init__(self, backend: _DeadlineBackend, ssl_context: ssl.SSLContext) -> None:
-        self._pool = httpcore.ConnectionPool(ssl_context=ssl_context, max_connections=1, max_keepalive_connections=0,
-                                             retries=0, network_backend=backend)
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        url = httpcore.URL(scheme=request.url.raw_scheme, host=request.url.raw_host, port=request.url.port,
-                           target=request.url.raw_path)
-        core = httpcore.Request(request.method, url, headers=request.headers.raw, content=request.stream,  # type: ignore[arg-type]
-                                extensions=request.extensions)
-        response = self._pool.handle_request(core)
-        return httpx.Response(response.status, headers=response.headers, stream=_CoreStream(response),
-                              extensions=response.extensions)
-
-    def close(self) -> None:
-        self._pool.close()
-
-
-class _CoreStream(httpx.SyncByteStream):
-    def __init__(self, response: httpcore.Response) -> None:
-        self._response = response
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield from self._response.iter_stream()
-
-    def close(self) -> None:
-        self._response.close()

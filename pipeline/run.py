@@ -1,0 +1,187 @@
+"""The orchestrator: plan -> research (fixed or tools) -> analyse -> write and review, on one budget and notebook."""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+from .budget import Budget
+from .config import ConfigError, Settings
+from .context import RunContext
+from .events import EventSink, NullSink
+from .llm import LLM
+from .notebook import Notebook
+from .progress import StderrProgress
+from .prompts import version as prompt_version
+from .schema import Finding, Plan, Problem, Report, RunOptions, RunResult
+from .steps.analyse import Analysis, analyse, judge_support, propose_findings
+from .steps.checks import Evidence
+from .steps.plan import make_plan
+from .steps.research import research_fixed
+from .steps.review import write_and_review
+from .steps.worker import research_tools
+from .steps.write import no_evidence_report
+from .web.corpus import Corpus
+from .web.fetch import Fetcher
+from .web.search import SearchProvider, SearchService, make_provider
+
+NOT_RESEARCHED = "Not researched (the plan was capped): "
+
+
+class FanOut:
+    """Sends each event to several sinks (progress display, run store, app)."""
+
+    def __init__(self, *sinks: EventSink):
+        self._sinks = sinks
+
+    def emit(self, kind: str, payload: dict[str, Any], *, tokens: int = 0, ms: float = 0.0) -> None:
+        for sink in self._sinks:
+            sink.emit(kind, payload, tokens=tokens, ms=ms)
+
+
+class FetchTally:
+    """Counts pages that could not be read, by reason, so a report without findings can say why."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.failed: Counter[str] = Counter()
+
+    def emit(self, kind: str, payload: dict[str, Any], *, tokens: int = 0, ms: float = 0.0) -> None:
+        if kind == "fetch" and not payload.get("ok") and not payload.get("cached"):
+            reason = payload.get("error_kind") or "error"
+            if reason == "http_status" and payload.get("status"):
+                reason = f"HTTP {payload['status']}"
+            if reason not in ("budget", "repeat_failure"):
+                with self._lock:
+                    self.failed[reason] += 1
+
+    def note(self) -> str | None:
+        """One sentence on unreadable pages, or None when every page could be read."""
+        with self._lock:
+            if not self.failed:
+                return None
+            total = sum(self.failed.values())
+            reasons = ", ".join(f"{n} {r}" for r, n in self.failed.most_common())
+        return (f"{total} page{'s' if total != 1 else ''} found could not be read ({reasons}), "
+                "so nothing could be quoted from them.")
+
+
+def build_context(settings: Settings, options: RunOptions, events: EventSink, *,
+                  provider: SearchProvider | None = None) -> RunContext:
+    """A fresh RunContext on one budget; the search provider from settings unless one is given."""
+    budget = Budget(options.limits, settings.price)
+    llm = LLM(settings, budget, events)
+    provider = provider or make_provider(settings, server_web_search=llm.server_web_search)
+    # The frozen web: with the corpus provider, pages come only from the saved copies.
+    corpus = Corpus.open(settings.corpus_dir) if settings.search_provider == "corpus" else None
+    fetcher = Fetcher(settings, budget=budget, events=events, corpus=corpus)
+    return RunContext(settings=settings, llm=llm, budget=budget, notebook=Notebook(),
+                      search=SearchService(provider, budget, events), fetcher=fetcher, events=events)
+
+
+def research(question: str, settings: Settings | None = None, *, options: RunOptions | None = None,
+             events: EventSink | None = None, run_id: str | None = None,
+             context: Callable[[Settings, RunOptions, EventSink], RunContext] | None = None) -> RunResult:
+    """Run every step and return the RunResult; faults become problems, a bug becomes status "failed"."""
+    settings = settings or Settings()
+    options = options or RunOptions()
+    tally = FetchTally()
+    events = FanOut(events or NullSink(), tally)
+    run_id = run_id or uuid.uuid4().hex[:12]
+    question = " ".join(question.split())
+    if not question:
+        raise ValueError("the question is empty")
+    ctx = (context or build_context)(settings, options, events)
+    timings: dict[str, float] = {}
+    problems: list[Problem] = []
+    plan: Plan | None = None
+    report = Report()
+    analysis: Analysis | None = None
+    status = "failed"
+
+    def step(name: str, fn: Callable[[], Any]) -> Any:
+        # The steps emit their own detailed "step" events; here only the wall time is kept.
+        started = time.monotonic()
+        try:
+            return fn()
+        finally:
+            timings[name] = round(time.monotonic() - started, 3)
+
+    try:
+        plan = step("plan", lambda: make_plan(question, ctx, options))
+        if plan.fallback:
+            problems.append(Problem(kind="plan_fallback", step="plan",
+                                    message="the planner failed, so the question was researched as a whole"))
+        if options.mode == "fixed":
+            by_sq = step("research", lambda: research_fixed(plan, ctx, options))
+            problems += step("analyse", lambda: propose_findings(plan, by_sq, ctx, options)) or []
+        else:
+            problems += step("research", lambda: research_tools(plan, ctx, options)) or []
+        problems += step("judge", lambda: judge_support(ctx, ctx.notebook.findings())) or []
+        analysis = analyse(plan, ctx)
+        problems += analysis.problems
+        gaps = analysis.gaps + [NOT_RESEARCHED + q for q in plan.not_researched]
+        evidence = Evidence(findings=analysis.findings, sources=ctx.notebook.sources(), gaps=gaps,
+                            calculations=ctx.calculations.all(),
+                            proxies=[sq.proxy for sq in plan.sub_questions if sq.proxy])
+        if analysis.findings:
+            outcome = step("write", lambda: write_and_review(question, evidence, analysis.conflicts, ctx,
+                                                             options.review_rounds))
+            markdown, problems = outcome.markdown, problems + outcome.problems
+        else:
+            markdown = no_evidence_report(question, evidence)
+            if (note := tally.note()) is not None and not ctx.notebook.sources():
+                markdown = markdown.rstrip() + "\n\n" + note + "\n"
+        report = Report(markdown=markdown, gaps=gaps, conflicts=analysis.conflicts)
+        status = "partial" if problems else "complete"
+        if ctx.budget.used().model_calls == 0:  # every model call failed: the report rests on nothing
+            status = "failed"
+            problems.append(Problem(kind="model_unavailable", step="run",
+                                    message="no model call succeeded, so nothing was analysed; see the problems "
+                                            "above (check ANTHROPIC_API_KEY and the network), then run again"))
+    except Exception as e:  # our bug: keep everything gathered so far, and say so
+        events.emit("internal_error", {"error": repr(e), "traceback": traceback.format_exc()})
+        problems.append(Problem(kind="internal_error", step="run",
+                                message=f"the run stopped on an internal error ({type(e).__name__}: {e}); "
+                                        "what was gathered before it is kept"))
+    return RunResult(
+        run_id=run_id, question=question, mode=options.mode,
+        models={"lead": settings.lead_model, "worker": settings.worker_model, "prompts": prompt_version()},
+        status=status, plan=plan, sources=ctx.notebook.sources(), findings=_as_passed_on(ctx, analysis),
+        rejected=ctx.notebook.rejected(), calculations=ctx.calculations.all(), report=report,
+        stats=ctx.stats.snapshot(), problems=problems, budget=ctx.budget.state(), usage=ctx.budget.used(),
+        timings=timings,
+    )
+
+
+def _as_passed_on(ctx: RunContext, analysis: Analysis | None) -> list[Finding]:
+    """Every finding of the notebook, each as the writer saw it (analyse may lower confidence)."""
+    seen = {f.id: f for f in analysis.findings} if analysis else {}
+    return [seen.get(f.id, f) for f in ctx.notebook.findings()]
+
+
+def run_cli(question: str, *, mode: str, json_path: str | None, quiet: bool, settings: Settings) -> int:
+    """`python -m pipeline run`: progress on stderr, the report on stdout, the RunResult JSON to `json_path`."""
+    settings.require_model_access()
+    settings.require_search_access()
+    if not question.strip():
+        raise ConfigError("the question is empty; pass the question to research in quotes")
+    run_id = uuid.uuid4().hex[:12]
+    print(f"research: run {run_id} started ({mode} mode)", file=sys.stderr, flush=True)
+    result = research(question, settings, options=RunOptions(mode=mode), run_id=run_id,
+                      events=StderrProgress(quiet=quiet))
+    if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(result.model_dump_json(indent=2), encoding="utf-8")
+    print(result.report.markdown)
+    for p in result.problems:
+        print(f"research: problem ({p.kind}): {p.message}", file=sys.stderr)
+    print(f"research: run {run_id} {result.status}; ${result.usage.cost_usd:.4f}, "
+          f"{result.usage.model_calls} model calls, {result.usage.searches} searches, "
+          f"{result.usage.fetches} fetches" + (f"; JSON in {json_path}" if json_path else ""), file=sys.stderr)
+    return 1 if result.status == "failed" else 0
