@@ -22,6 +22,8 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/quotes_bench.py
+	$(PY) benchmarks/extraction_bench.py
+	$(PY) benchmarks/pipeline_bench.py
 
 # Re-pin every dependency after changing pyproject.toml.
 lock:

@@ -259,3 +259,36 @@ def test_parallel_workers_share_one_budget(world: World) -> None:
     u = result.usage
     assert u.searches <= 3 and u.fetches <= 3 and u.model_calls <= 14 and u.cost_usd <= 0.5
     assert len(world.fake.requests) == u.model_calls
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cli_run_prints_the_report_and_writes_the_run_result_json(world: World, mode: str, tmp_path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    serve(world, VECTOR_PAGES)
+    out = tmp_path / "run.json"
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-e2e-secret-key", "ANTHROPIC_BASE_URL": world.fake.base_url,
+           "RESEARCH_SEARCH_PROVIDER": "brave", "BRAVE_API_KEY": "brave-key",
+           "RESEARCH_SEARCH_BASE_URL": world.search.base_url, "RESEARCH_FETCH_ALLOW": world.web.host_port,
+           "RESEARCH_DB": str(tmp_path / "runs.sqlite")}
+    proc = subprocess.run([sys.executable, "-m", "pipeline", "run", "What does Qdrant Cloud pricing start at?",
+                           "--mode", mode, "--json", str(out)], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert data["mode"] == mode and data["status"] == "complete"
+    assert data["run_id"] in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.stdout.strip() == data["report"]["markdown"].strip()
+    assert "## Sources" in proc.stdout and data["findings"]
+    assert "sk-ant-e2e-secret-key" not in proc.stdout + proc.stderr + out.read_text()
+
+
+def test_cli_run_without_a_key_names_the_variable() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "pipeline", "run", "Any question?"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2 and "ANTHROPIC_API_KEY" in proc.stderr and "Traceback" not in proc.stderr

@@ -117,7 +117,8 @@ def propose_findings(plan: Plan, sources_by_sq: dict[str, list[str]], ctx: RunCo
             proposed = ctx.llm.structured(
                 model=ctx.worker_model, system=load("analyst"),
                 messages=analyst_message(sq, source.id, source.title, ctx.notebook.text(source.id)),
-                output=ProposedFindings, max_tokens=ANALYST_TOKENS, phase=Phase.SYNTHESIS, purpose="analyst")
+                output=ProposedFindings, max_tokens=ANALYST_TOKENS, phase=Phase.SYNTHESIS,
+                purpose=f"analyst:{sq.id}:{source.id}")
         except LLMError as e:
             return breaker.trip(e)
         for p in proposed.findings[:MAX_FINDINGS_PER_SOURCE]:
@@ -158,7 +159,7 @@ def judge_support(ctx: RunContext, findings: list[Finding]) -> list[Problem]:
         try:
             verdict = ctx.llm.structured(model=ctx.worker_model, system=load("support_judge"), messages=user,
                                          output=Verdict, max_tokens=JUDGE_TOKENS, phase=Phase.SYNTHESIS,
-                                         purpose="support_judge")
+                                         purpose=f"support_judge:{f.id}")
         except LLMError as e:
             return breaker.trip(e)
         ctx.notebook.set_support(f.id, verdict.verdict)

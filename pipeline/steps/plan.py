@@ -121,10 +121,10 @@ def _drafts(question: str, ctx: RunContext, limit: int, n: int) -> tuple[list[Pl
     user = (f"<question>{html.escape(question, quote=False)}</question>\n"
             f"<max_sub_questions>{limit}</max_sub_questions>")
 
-    def one(_i: int) -> PlanDraft | LLMError:
+    def one(i: int) -> PlanDraft | LLMError:
         try:
             return ctx.llm.structured(model=ctx.lead_model, system=load("planner"), messages=user, output=PlanDraft,
-                                      max_tokens=PLAN_TOKENS, phase=Phase.RESEARCH, purpose="planner")
+                                      max_tokens=PLAN_TOKENS, phase=Phase.RESEARCH, purpose=f"planner:{i}")
         except LLMError as e:
             return e
 
@@ -153,7 +153,7 @@ def _best(question: str, drafts: list[PlanDraft], ctx: RunContext) -> tuple[int,
         try:
             return ctx.llm.structured(model=ctx.lead_model, system=load("plan_judge"), messages=user,
                                       output=PlanScore, max_tokens=SCORE_TOKENS, phase=Phase.RESEARCH,
-                                      purpose="plan_judge").score
+                                      purpose=f"plan_judge:{i}").score
         except LLMError:
             return None
 

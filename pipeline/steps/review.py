@@ -1,6 +1,7 @@
 """The reviewer: code checks plus a per-sentence judge, and the write -> review -> revise loop."""
 from __future__ import annotations
 
+import hashlib
 import html
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
@@ -83,7 +84,7 @@ def _judge(message: str, ctx: RunContext) -> Verdict | LLMError:
     try:
         return ctx.llm.structured(model=ctx.worker_model, system=load("sentence_judge"), messages=message,
                                   output=Verdict, max_tokens=JUDGE_MAX_TOKENS, phase=Phase.SYNTHESIS,
-                                  purpose="sentence_judge")
+                                  purpose=f"sentence_judge:{hashlib.sha256(message.encode()).hexdigest()[:12]}")
     except LLMError as e:
         return e
 
