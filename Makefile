@@ -24,6 +24,8 @@ bench: $(STAMP)
 	$(PY) benchmarks/quotes_bench.py
 	$(PY) benchmarks/extraction_bench.py
 	$(PY) benchmarks/pipeline_bench.py
+	$(PY) benchmarks/store_bench.py
+	$(PY) benchmarks/app_bench.py
 
 # Re-pin every dependency after changing pyproject.toml.
 lock:

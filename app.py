@@ -1,25 +1,13 @@
-"""Streamlit entry: lists the saved benchmark runs (public, no keys). Thin: logic lives in pipeline/."""
+"""Streamlit entry: the pages and their URL paths. Thin: pages live in ui/pages/, logic in pipeline/ and ui/."""
 from __future__ import annotations
-
-from pathlib import Path
 
 import streamlit as st
 
-from pipeline.saved_runs import load_saved_runs
-
-RUNS_DIR = Path(__file__).parent / "benchmark_runs"
-
-st.set_page_config(page_title="Verbatim", layout="wide")
-st.title("Verbatim")
-st.caption("Research reports in which every citation is a verbatim quote that code found in a fetched page.")
-
-runs, errors = load_saved_runs(RUNS_DIR)
-if not runs:
-    st.info(
-        "No saved runs yet. Produce one with "
-        "`python -m pipeline run \"QUESTION\" --json benchmark_runs/NAME.json`, then reload this page."
-    )
-else:
-    st.dataframe([r.model_dump() for r in runs], hide_index=True, use_container_width=True)
-for name, reason in errors:
-    st.warning(f"{name} was skipped: {reason}")
+st.set_page_config(page_title="Verbatim", page_icon="📑", layout="wide")
+page = st.navigation([
+    st.Page("ui/pages/benchmarks.py", title="Benchmarks", icon=":material/table_chart:", default=True),
+    st.Page("ui/pages/report.py", title="Report", icon=":material/article:", url_path="report"),
+    st.Page("ui/pages/live.py", title="Live research", icon=":material/science:", url_path="live"),
+    st.Page("ui/pages/about.py", title="About", icon=":material/info:", url_path="about"),
+])
+page.run()

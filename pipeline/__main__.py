@@ -1,4 +1,7 @@
-"""CLI: python -m pipeline {run,fetch,search} (also the `research` console script). Exit 0 ok, 1 failed, 2 usage."""
+"""CLI: python -m pipeline {run,fetch,search,runs,replay,resume,export} (also the `research` console script).
+
+Exit 0 ok, 1 failed, 2 usage (an unknown run id included).
+"""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +11,10 @@ from typing import Sequence
 
 from pydantic import ValidationError
 
+from .cli_runs import HANDLERS as RUN_STORE_HANDLERS
+from .cli_runs import add_commands as add_run_store_commands
 from .config import ConfigError, Settings
+from .store import StoreError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -35,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("query")
     search.add_argument("--json", action="store_true", help="print the results as a JSON list")
     search.add_argument("-n", type=int, default=10, help="number of results (default 10)")
+
+    add_run_store_commands(sub)
     return p
 
 
@@ -97,9 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(e.code or 0)
     try:
         settings = _settings()
-        handler = {"run": _cmd_run, "fetch": _cmd_fetch, "search": _cmd_search}[args.command]
+        handler = {"run": _cmd_run, "fetch": _cmd_fetch, "search": _cmd_search, **RUN_STORE_HANDLERS}[args.command]
         return handler(args, settings)
-    except ConfigError as e:
+    except (ConfigError, StoreError) as e:
         print(f"research: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

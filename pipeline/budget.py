@@ -38,6 +38,9 @@ class Refusal:
     message: str
 
 
+CANCELLED = Refusal("cancelled", "CANCELLED: the run was cancelled; stop now and record nothing more.")
+
+
 @dataclass(frozen=True)
 class Grant:
     """Permission for one model call; holds its worst-case cost until settled or released."""
@@ -74,6 +77,7 @@ class Budget:
         self._grants: dict[int, Grant] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        self._cancelled = False
 
     @classmethod
     def from_state(cls, state: BudgetState, price_of: Callable[[str], ModelPrice]) -> Budget:
@@ -83,9 +87,21 @@ class Budget:
     def _ceiling(self, value: float, phase: Phase) -> float:
         return value * (1 - self.limits.reserve) if phase is Phase.RESEARCH else value
 
+    def cancel(self) -> None:
+        """Refuse every later search, fetch and model call, so the run winds down through its refusal paths."""
+        with self._lock:
+            self._cancelled = True
+
+    @property
+    def cancelled(self) -> bool:
+        with self._lock:
+            return self._cancelled
+
     def spend(self, counter: Counter, phase: Phase = Phase.RESEARCH, n: int = 1) -> Refusal | None:
         """Take `n` searches or fetches; None when granted, a Refusal when the ceiling (after reserve) is reached."""
         with self._lock:
+            if self._cancelled:
+                return CANCELLED
             limit = int(self._ceiling(getattr(self.limits, counter), phase))
             used = getattr(self._used, counter)
             if used + n > limit:
@@ -97,6 +113,8 @@ class Budget:
     def remaining(self, counter: Counter, phase: Phase = Phase.RESEARCH) -> int:
         """How many searches or fetches `phase` may still take."""
         with self._lock:
+            if self._cancelled:
+                return 0
             return max(0, int(self._ceiling(getattr(self.limits, counter), phase)) - getattr(self._used, counter))
 
     def authorize_call(
@@ -107,6 +125,8 @@ class Budget:
         worst_in_price = max(price.input, price.cache_write) / 1_000_000
         out_price = price.output / 1_000_000
         with self._lock:
+            if self._cancelled:
+                return CANCELLED
             lim, u = self.limits, self._used
             calls_left = self._ceiling(lim.model_calls, phase) - u.model_calls - self._held_calls
             in_used = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens
@@ -146,14 +166,29 @@ class Budget:
         with self._lock:
             if not self._drop_hold(grant):
                 raise ValueError(f"grant {grant.id} was already settled or released")
-            u = self._used
-            u.model_calls += 1
-            u.input_tokens += usage.input_tokens
-            u.output_tokens += usage.output_tokens
-            u.cache_read_input_tokens += usage.cache_read_input_tokens or 0
-            u.cache_creation_input_tokens += usage.cache_creation_input_tokens or 0
-            u.cost_usd = round(u.cost_usd + cost, 10)
+            self._add(usage, cost)
         return cost
+
+    def book(self, model: str, usage: TokenUsage) -> float:
+        """Record a call that was already paid for (served from a recording): no ceiling applies; returns its cost."""
+        cost = cost_usd(self._price_of(model), usage)
+        with self._lock:
+            self._add(usage, cost)
+        return cost
+
+    def _add(self, usage: TokenUsage, cost: float) -> None:
+        u = self._used
+        u.model_calls += 1
+        u.input_tokens += usage.input_tokens
+        u.output_tokens += usage.output_tokens
+        u.cache_read_input_tokens += usage.cache_read_input_tokens or 0
+        u.cache_creation_input_tokens += usage.cache_creation_input_tokens or 0
+        u.cost_usd = round(u.cost_usd + cost, 10)
+
+    def book_unit(self, counter: Counter) -> None:
+        """Record a search or fetch that was already made (served from a recording); no ceiling applies."""
+        with self._lock:
+            setattr(self._used, counter, getattr(self._used, counter) + 1)
 
     def release(self, grant: Grant) -> None:
         """Give back a hold for a call that produced no usage (it failed before the model ran)."""
@@ -174,7 +209,7 @@ class Budget:
         """True when no model call of any size would be granted in `phase`."""
         with self._lock:
             lim, u = self.limits, self._used
-            return (
+            return self._cancelled or (
                 u.model_calls + self._held_calls >= self._ceiling(lim.model_calls, phase)
                 or u.cost_usd + self._held_usd >= self._ceiling(lim.cost_usd, phase)
             )

@@ -8,32 +8,47 @@ from .budget import Budget
 from .config import Settings
 from .events import EventSink, NullSink
 from .llm import LLM
-from .notebook import Notebook
+from .notebook import Notebook, fresh_id
 from .schema import Calculation, RunStats
 from .web.fetch import Fetcher
 from .web.search import SearchService
 
 
 class CalculationLog:
-    """The run's `calculate` results, numbered C1.., thread-safe; the same expression is one entry."""
+    """The run's `calculate` results, numbered C1.., thread-safe; the same expression is one entry.
 
-    def __init__(self, existing: list[Calculation] | None = None):
+    With `preset` ((expression, sub_question) -> id, from a recording), a replay reproduces the original ids;
+    every id given is reported to `events` as an "assigned" event.
+    """
+
+    def __init__(self, existing: list[Calculation] | None = None, *, events: EventSink | None = None,
+                 preset: dict[tuple[str, str | None], str] | None = None):
         self._items: list[Calculation] = list(existing or [])
         self._lock = threading.Lock()
+        self._events = events or NullSink()
+        self._preset = dict(preset or {})
 
     def add(self, expression: str, result: str, sub_question: str | None = None) -> Calculation:
         with self._lock:
             for c in self._items:
                 if c.expression == expression and c.sub_question == sub_question:
                     return c
-            calc = Calculation(id=f"C{len(self._items) + 1}", expression=expression, result=result,
-                               sub_question=sub_question)
+            taken = [c.id for c in self._items]
+            cid = self._preset.get((expression, sub_question))
+            replayed = cid is not None and cid not in taken
+            if not replayed:
+                cid = fresh_id("C", taken, self._preset.values())
+            assert cid is not None
+            calc = Calculation(id=cid, expression=expression, result=result, sub_question=sub_question)
             self._items.append(calc)
+            self._events.emit("assigned", {"what": "calculation", "id": cid, "expression": expression,
+                                           "sub_question": sub_question, "replayed": replayed})
             return calc
 
     def all(self) -> list[Calculation]:
+        """In id order."""
         with self._lock:
-            return list(self._items)
+            return sorted(self._items, key=lambda c: int(c.id[1:]) if c.id[1:].isdigit() else 0)
 
 
 class StatsCounter:

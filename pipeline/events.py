@@ -47,13 +47,21 @@ class ListSink:
             return [e for e in self.events if e.kind == kind]
 
 
-def redact(value: Any) -> Any:
-    """A copy of `value` with secret-named fields and key-shaped strings replaced by "[redacted]"."""
+def redact(value: Any, secrets: tuple[str, ...] = ()) -> Any:
+    """A copy of `value` with secret-named fields, key-shaped strings and each of `secrets` replaced by "[redacted]"."""
     if isinstance(value, dict):
-        return {k: ("[redacted]" if isinstance(k, str) and _SECRET_KEYS.search(k) and not k.endswith("_tokens")
-                    else redact(v)) for k, v in value.items()}
+        return {(_scrub(k, secrets) if isinstance(k, str) else k):
+                ("[redacted]" if isinstance(k, str) and _SECRET_KEYS.search(k) and not k.endswith("_tokens")
+                 else redact(v, secrets)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [redact(v) for v in value]
+        return [redact(v, secrets) for v in value]
     if isinstance(value, str):
-        return _KEY_SHAPES.sub("[redacted]", value)
+        return _scrub(value, secrets)
     return value
+
+
+def _scrub(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, "[redacted]")
+    return _KEY_SHAPES.sub("[redacted]", text)

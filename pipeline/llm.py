@@ -9,6 +9,7 @@ are the SDK's own code under test, not a mock.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -22,9 +23,10 @@ from .budget import Budget, Phase, Refusal
 from .config import Settings
 from .events import EventSink, NullSink, redact
 from .schema import Usage
+from .tape import ModelCall, Tape, charge_model
 
 ErrorKind = Literal["budget", "rate_limited", "overloaded", "server", "timeout", "connection", "auth",
-                    "bad_request", "malformed", "refusal", "context_window"]
+                    "bad_request", "malformed", "refusal", "context_window", "not_recorded"]
 T = TypeVar("T", bound=BaseModel)
 
 MAX_CONTINUATIONS = 3
@@ -87,12 +89,17 @@ class _Malformed(Exception):
 
 
 class LLM:
-    """Budgeted model calls: every HTTP request is authorised, settled with real usage and reported to `events`."""
+    """Budgeted model calls: every HTTP request is authorised, settled with real usage and reported to `events`.
+
+    With a `tape` (pipeline/tape.py), a call the recording holds is served from it instead: charged with the
+    recorded usage, reported with {"replayed": true}; in a replay a call it lacks fails (kind not_recorded).
+    """
 
     def __init__(self, settings: Settings, budget: Budget, events: EventSink = NullSink(), *,
                  client: anthropic.Anthropic | None = None, clock: Callable[[], float] = time.monotonic,
-                 max_retry_wait: float = MAX_RETRY_WAIT):
-        if client is None:
+                 max_retry_wait: float = MAX_RETRY_WAIT, tape: Tape | None = None):
+        self._tape = tape
+        if client is None and not (tape is not None and tape.model_offline):
             settings.require_model_access()
             assert settings.anthropic_api_key is not None
             client = _BoundedRetries(
@@ -144,9 +151,11 @@ class LLM:
         if recency_days:
             ask += f"\nPrefer pages published in the last {recency_days} days."
         tool = {"type": WEB_SEARCH_TOOL, "name": "web_search", "max_uses": 1}
+        # One stream per distinct search, so a recording keys it the same way whichever worker asks first.
+        digest = hashlib.sha256(json.dumps([query, max_results, recency_days]).encode()).hexdigest()[:12]
         reply = self.call(model=self._settings.worker_model, system=prompts.load("web_search_relay"),
                           messages=[{"role": "user", "content": ask}], max_tokens=1024, tools=[tool],
-                          phase=phase, purpose="web_search")
+                          phase=phase, purpose=f"web_search:{digest}")
         return reply.content
 
     # -- one turn: pause_turn continuations, refusal and context-window stops ---------------------
@@ -178,6 +187,15 @@ class LLM:
     # -- one HTTP call: authorise, send, settle, report ---------------------------------------------
     def _send(self, body: dict[str, Any], phase: Phase, purpose: str) -> tuple[dict[str, Any], Usage, str | None]:
         model = body["model"]
+        if self._tape is not None:
+            recorded = self._tape.model(purpose, body)
+            if recorded is not None:
+                return self._served(recorded, body, phase, purpose)
+            if self._tape.model_offline:
+                raise self._fail(purpose, LLMError("not_recorded", f"the recording has no model call {purpose!r} "
+                                                   "(the code or prompts changed since it was made); replay it "
+                                                   "with --live-model to call the model"))
+        assert self._client is not None, "no model client: this LLM only serves a recording"
         estimate = len(json.dumps(body)) // 3 + 1
         grant = self._budget.authorize_call(model, input_tokens=estimate, max_tokens=body["max_tokens"], phase=phase)
         if isinstance(grant, Refusal):
@@ -209,6 +227,26 @@ class LLM:
         }, tokens=used.input_tokens + used.output_tokens, ms=ms)
         return data, used, request_id
 
+    def _served(self, rec: ModelCall, body: dict[str, Any], phase: Phase,
+                purpose: str) -> tuple[dict[str, Any], Usage, str | None]:
+        """A recorded call's outcome, reported like a live one and charged with its recorded usage."""
+        if rec.outcome == "refused":
+            raise self._fail(purpose, LLMError("budget", rec.message or "BUDGET_EXHAUSTED"), replayed=True)
+        model = rec.model or body["model"]
+        self._events.emit("model_request", {"purpose": purpose, "model": model, "phase": phase.value, "body": body,
+                                            "replayed": True})
+        if rec.outcome == "error" or rec.response is None:
+            kind: Any = rec.error_kind or "server"
+            raise self._fail(purpose, LLMError(kind, rec.message or "recorded failure"), replayed=True)
+        used = rec.used()
+        used.cost_usd = charge_model(self._budget, model, used)
+        self._events.emit("model_response", {
+            "purpose": purpose, "model": model, "response": rec.response,
+            "stop_reason": rec.response.get("stop_reason"), "usage": dict(rec.usage), "cost_usd": used.cost_usd,
+            "ms": rec.ms, "request_id": rec.request_id, "replayed": True,
+        }, tokens=used.input_tokens + used.output_tokens, ms=rec.ms)
+        return rec.response, used, rec.request_id
+
     def _error_for(self, e: anthropic.APIError) -> LLMError:
         n = self._client.max_retries
         retries = f"{n} {'retry' if n == 1 else 'retries'}"
@@ -235,13 +273,16 @@ class LLM:
         detail = " ".join(str(e.api_message or e.type or "no detail").split())[:300]
         return LLMError("bad_request", f"Anthropic rejected the request (HTTP {status}): {detail}")
 
-    def _fail(self, purpose: str, err: LLMError) -> LLMError:
+    def _fail(self, purpose: str, err: LLMError, *, replayed: bool = False) -> LLMError:
         """`err` on one line with secrets scrubbed, reported as a model_error event, for the caller to raise."""
         message = " ".join(redact(err.message).split())
         if self._secret:
             message = message.replace(self._secret, "[redacted]")
         err = LLMError(err.kind, message)
-        self._events.emit("model_error", {"purpose": purpose, "kind": err.kind, "message": err.message})
+        payload: dict[str, Any] = {"purpose": purpose, "kind": err.kind, "message": err.message}
+        if replayed:
+            payload["replayed"] = True
+        self._events.emit("model_error", payload)
         return err
 
 

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Callable
+from typing import Callable, Iterable
 
 from pydantic import BaseModel, Field
 
+from .events import EventSink, NullSink
 from .quotes import QuoteIndex
 from .schema import Confidence, FetchResult, Finding, RejectedFinding, Source, Support
 from .web.urls import normalise_url
@@ -28,15 +31,43 @@ class NotebookState(BaseModel):
     rejected: list[RejectedFinding] = Field(default_factory=list)
 
 
+@dataclass
+class PresetIds:
+    """Ids a recorded run gave (replay, resume): normalised URL -> (source id, fetched_at); span -> finding id."""
+
+    sources: dict[str, tuple[str, str]] = field(default_factory=dict)
+    findings: dict[tuple[str, int, int], str] = field(default_factory=dict)
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-class Notebook:
-    """Sources deduplicated by normalised URL; findings verified against the full source text before they are kept."""
+def _number(item_id: str) -> int:
+    m = re.fullmatch(r"[A-Z](\d+)", item_id)
+    return int(m.group(1)) if m else 0
 
-    def __init__(self, clock: Callable[[], str] = _now):
+
+def fresh_id(prefix: str, taken: Iterable[str], reserved: Iterable[str]) -> str:
+    """The next id after every id taken here and every id a recording reserved (S1, S2, ... in a new run)."""
+    return f"{prefix}{max((_number(i) for i in (*taken, *reserved)), default=0) + 1}"
+
+
+class Notebook:
+    """Sources deduplicated by normalised URL; findings verified against the full source text before they are kept.
+
+    Ids are S1, F1, ... in order of arrival, or, with `preset`, the ids a recorded run gave the same page and the
+    same quoted span (so a replay reproduces the numbering that parallel workers happened to produce). Every id
+    given is reported to `events` as an "assigned" event, which is what a later replay presets from.
+    """
+
+    def __init__(self, clock: Callable[[], str] = _now, *, events: EventSink | None = None,
+                 preset: PresetIds | None = None):
         self._clock = clock
+        self._events = events or NullSink()
+        self._preset = preset or PresetIds()
+        self._reserved_sources = {sid for sid, _ in self._preset.sources.values()}
+        self._reserved_findings = set(self._preset.findings.values())
         self._lock = threading.RLock()
         self._sources: dict[str, StoredSource] = {}
         self._by_url: dict[str, str] = {}
@@ -74,12 +105,22 @@ class Notebook:
                     self._by_url.setdefault(normalise_url(page.url), existing)
                     self._by_url.setdefault(normalise_url(final), existing)
                     return self._sources[existing].source
+            urls = list(dict.fromkeys(normalise_url(u) for u in (page.url, final)))
+            recorded = next((self._preset.sources[u] for u in urls if u in self._preset.sources), None)
+            if recorded is not None and recorded[0] not in self._sources:
+                sid, fetched_at = recorded
+            else:
+                recorded = None
+                sid, fetched_at = fresh_id("S", self._sources, self._reserved_sources), self._clock()
             source = Source(
-                id=f"S{len(self._sources) + 1}", url=page.url, final_url=final, title=page.title,
-                published=page.published, fetched_at=self._clock(),
+                id=sid, url=page.url, final_url=final, title=page.title,
+                published=page.published, fetched_at=fetched_at,
                 sha256=hashlib.sha256(page.text.encode("utf-8")).hexdigest(), chars=len(page.text),
             )
             self._put_source(StoredSource(source=source, text=page.text))
+            # Reported before the lock is let go: no one can see an id that the record does not hold yet.
+            self._events.emit("assigned", {"what": "source", "id": sid, "urls": urls, "fetched_at": fetched_at,
+                                           "replayed": recorded is not None})
             return source
 
     def resolve_source(self, ref: str) -> Source | None:
@@ -129,13 +170,20 @@ class Notebook:
             existing = self._by_span.get((src.id, span.start, span.end))
             if existing:
                 return self._findings[existing]
+            fid = self._preset.findings.get((src.id, span.start, span.end))
+            replayed = fid is not None and fid not in self._findings
+            if not replayed:
+                fid = fresh_id("F", self._findings, self._reserved_findings)
+            assert fid is not None
             finding = Finding(
-                id=f"F{len(self._findings) + 1}", sub_question=sub_question, source=src.id, claim=claim.strip(),
+                id=fid, sub_question=sub_question, source=src.id, claim=claim.strip(),
                 quote=self._sources[src.id].text[span.start:span.end], start=span.start, end=span.end,
                 confidence=confidence, confirmed_with_find_in_page=confirmed_with_find_in_page,
             )
             self._findings[finding.id] = finding
             self._by_span[(src.id, span.start, span.end)] = finding.id
+            self._events.emit("assigned", {"what": "finding", "id": finding.id, "source": src.id,
+                                           "start": span.start, "end": span.end, "replayed": replayed})
             return finding
 
     def set_support(self, finding_id: str, support: Support) -> Finding:
@@ -146,16 +194,19 @@ class Notebook:
             return f
 
     def sources(self) -> list[Source]:
+        """In id order (the order of arrival, or of the recording being replayed)."""
         with self._lock:
-            return [s.source for s in self._sources.values()]
+            return sorted((s.source for s in self._sources.values()), key=lambda s: _number(s.id))
 
     def findings(self) -> list[Finding]:
+        """In id order."""
         with self._lock:
-            return list(self._findings.values())
+            return sorted(self._findings.values(), key=lambda f: _number(f.id))
 
     def rejected(self) -> list[RejectedFinding]:
+        """In a fixed order (parallel workers reject in any order; a replay must list them identically)."""
         with self._lock:
-            return list(self._rejected)
+            return sorted(self._rejected, key=lambda r: (r.sub_question or "", r.source, r.quote, r.claim, r.reason))
 
     def state(self) -> NotebookState:
         """A snapshot for checkpoints."""

@@ -8,11 +8,12 @@ import traceback
 import uuid
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .budget import Budget
+from .checkpoint import Checkpoints
 from .config import ConfigError, Settings
-from .context import RunContext
+from .context import CalculationLog, RunContext
 from .events import EventSink, NullSink
 from .llm import LLM
 from .notebook import Notebook
@@ -26,8 +27,11 @@ from .steps.research import research_fixed
 from .steps.review import write_and_review
 from .steps.worker import research_tools
 from .steps.write import no_evidence_report
+from .store import RunRecorder, RunStore, settings_secrets
+from .tape import RecordedProvider, Tape, TapeMode
 from .web.corpus import Corpus
 from .web.fetch import Fetcher
+from .web.providers.anthropic import AnthropicWebSearch
 from .web.search import SearchProvider, SearchService, make_provider
 
 NOT_RESEARCHED = "Not researched (the plan was capped): "
@@ -72,32 +76,60 @@ class FetchTally:
 
 
 def build_context(settings: Settings, options: RunOptions, events: EventSink, *,
-                  provider: SearchProvider | None = None) -> RunContext:
-    """A fresh RunContext on one budget; the search provider from settings unless one is given."""
+                  provider: SearchProvider | None = None, tape: Tape | None = None) -> RunContext:
+    """A fresh RunContext on one budget; the search provider from settings unless one is given.
+
+    With a `tape` (replay, resume), model calls, searches and fetches are served from the recording first, and
+    source, finding and calculation ids are preset from it; a replay needs no keys and touches no network.
+    """
     budget = Budget(options.limits, settings.price)
-    llm = LLM(settings, budget, events)
+    llm = LLM(settings, budget, events, tape=tape)
+    if provider is None and tape is not None and tape.web_offline:
+        name = tape.provider or settings.search_provider
+        provider = AnthropicWebSearch(llm.server_web_search) if name == "anthropic" else RecordedProvider(name)
     provider = provider or make_provider(settings, server_web_search=llm.server_web_search)
     # The frozen web: with the corpus provider, pages come only from the saved copies.
-    corpus = Corpus.open(settings.corpus_dir) if settings.search_provider == "corpus" else None
-    fetcher = Fetcher(settings, budget=budget, events=events, corpus=corpus)
-    return RunContext(settings=settings, llm=llm, budget=budget, notebook=Notebook(),
-                      search=SearchService(provider, budget, events), fetcher=fetcher, events=events)
+    corpus = (Corpus.open(settings.corpus_dir) if settings.search_provider == "corpus"
+              and not (tape is not None and tape.web_offline) else None)
+    fetcher = Fetcher(settings, budget=budget, events=events, corpus=corpus, tape=tape)
+    preset = tape is not None and tape.serves_model  # a live model makes its own ids
+    notebook = Notebook(events=events, preset=tape.ids if preset and tape else None)
+    calculations = CalculationLog(events=events, preset=tape.calculation_ids if preset and tape else None)
+    return RunContext(settings=settings, llm=llm, budget=budget, notebook=notebook,
+                      search=SearchService(provider, budget, events, tape=tape), fetcher=fetcher, events=events,
+                      calculations=calculations)
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]
 
 
 def research(question: str, settings: Settings | None = None, *, options: RunOptions | None = None,
              events: EventSink | None = None, run_id: str | None = None,
-             context: Callable[[Settings, RunOptions, EventSink], RunContext] | None = None) -> RunResult:
-    """Run every step and return the RunResult; faults become problems, a bug becomes status "failed"."""
+             context: Callable[..., RunContext] | None = None, store: RunStore | None = None,
+             tape: Tape | None = None, secrets: Sequence[str] = ()) -> RunResult:
+    """Run every step and return the RunResult; faults become problems, a bug becomes status "failed".
+
+    With a `store`, the run and every event are recorded (keys from settings and `secrets`, such as an access
+    code, are scrubbed from everything written), with a checkpoint after each step and each worker. With a
+    `tape` (pipeline/tape.py) the recorded calls are served instead of repeated: replay, or resume of `run_id`.
+    A custom `context` factory is called as context(settings, options, events), plus tape=... when there is one.
+    """
     settings = settings or Settings()
     options = options or RunOptions()
     tally = FetchTally()
-    events = FanOut(events or NullSink(), tally)
-    run_id = run_id or uuid.uuid4().hex[:12]
+    run_id = run_id or new_run_id()
     question = " ".join(question.split())
     if not question:
         raise ValueError("the question is empty")
-    ctx = (context or build_context)(settings, options, events)
-    timings: dict[str, float] = {}
+    recorder = _recorder(store, run_id, question, options, settings, secrets, tape)
+    checkpoints = Checkpoints()
+    events = FanOut(events or NullSink(), tally, *([recorder] if recorder else []), checkpoints)
+    if tape is not None:
+        events.emit("session", {"tape": tape.mode.value, "from_run": tape.run_id})
+    ctx = (context or build_context)(settings, options, events, **({"tape": tape} if tape is not None else {}))
+    checkpoints.bind(ctx, events)
+    timings: dict[str, float] = {"started_at": round(time.time(), 3)}  # epoch seconds, UTC
     problems: list[Problem] = []
     plan: Plan | None = None
     report = Report()
@@ -105,12 +137,14 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
     status = "failed"
 
     def step(name: str, fn: Callable[[], Any]) -> Any:
-        # The steps emit their own detailed "step" events; here only the wall time is kept.
+        # The steps emit their own detailed "step" events; here the wall time is kept and a checkpoint saved.
         started = time.monotonic()
         try:
-            return fn()
+            output = fn()
         finally:
             timings[name] = round(time.monotonic() - started, 3)
+        checkpoints.save(name, plan=output if isinstance(output, Plan) else plan, problems=problems, output=output)
+        return output
 
     try:
         plan = step("plan", lambda: make_plan(question, ctx, options))
@@ -149,7 +183,7 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
         problems.append(Problem(kind="internal_error", step="run",
                                 message=f"the run stopped on an internal error ({type(e).__name__}: {e}); "
                                         "what was gathered before it is kept"))
-    return RunResult(
+    result = RunResult(
         run_id=run_id, question=question, mode=options.mode,
         models={"lead": settings.lead_model, "worker": settings.worker_model, "prompts": prompt_version()},
         status=status, plan=plan, sources=ctx.notebook.sources(), findings=_as_passed_on(ctx, analysis),
@@ -157,6 +191,27 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
         stats=ctx.stats.snapshot(), problems=problems, budget=ctx.budget.state(), usage=ctx.budget.used(),
         timings=timings,
     )
+    if tape is not None:
+        events.emit("tape", tape.summary())
+    if recorder is not None:
+        recorder.finish(result)
+    return result
+
+
+def _recorder(store: RunStore | None, run_id: str, question: str, options: RunOptions, settings: Settings,
+              secrets: Sequence[str], tape: Tape | None) -> RunRecorder | None:
+    """The run's recorder with its row started (or reopened, on resume); None without a store."""
+    if store is None:
+        return None
+    resuming = tape is not None and tape.mode is TapeMode.RESUME and store.run(run_id) is not None
+    recorder = store.recorder(run_id, secrets=[*settings_secrets(settings), *secrets], skip_replayed=resuming)
+    if resuming:
+        recorder.reopen()
+    else:
+        recorder.start(question=question, options=options, prompt_version=prompt_version(),
+                       models={"lead": settings.lead_model, "worker": settings.worker_model},
+                       replay_of=tape.run_id if tape is not None and tape.mode is not TapeMode.RESUME else None)
+    return recorder
 
 
 def _as_passed_on(ctx: RunContext, analysis: Analysis | None) -> list[Finding]:
@@ -166,22 +221,38 @@ def _as_passed_on(ctx: RunContext, analysis: Analysis | None) -> list[Finding]:
 
 
 def run_cli(question: str, *, mode: str, json_path: str | None, quiet: bool, settings: Settings) -> int:
-    """`python -m pipeline run`: progress on stderr, the report on stdout, the RunResult JSON to `json_path`."""
+    """`python -m pipeline run`: progress on stderr, the report on stdout, the RunResult JSON to `json_path`.
+
+    The run is recorded in the run store (RESEARCH_DB); its id and the command that resumes it are printed first.
+    """
     settings.require_model_access()
     settings.require_search_access()
     if not question.strip():
         raise ConfigError("the question is empty; pass the question to research in quotes")
-    run_id = uuid.uuid4().hex[:12]
-    print(f"research: run {run_id} started ({mode} mode)", file=sys.stderr, flush=True)
-    result = research(question, settings, options=RunOptions(mode=mode), run_id=run_id,
-                      events=StderrProgress(quiet=quiet))
+    run_id = new_run_id()
+    with RunStore(settings.db_path) as store:
+        print(f"research: run {run_id} started ({mode} mode); resume with: python -m pipeline resume {run_id}",
+              file=sys.stderr, flush=True)
+        try:
+            options = RunOptions(mode=mode)  # type: ignore[arg-type]
+            result = research(question, settings, options=options, run_id=run_id, events=StderrProgress(quiet=quiet),
+                              store=store)
+        except KeyboardInterrupt:
+            print(f"research: run {run_id} interrupted; resume with: python -m pipeline resume {run_id}",
+                  file=sys.stderr, flush=True)
+            raise
+    return print_outcome(result, json_path)
+
+
+def print_outcome(result: RunResult, json_path: str | None, verb: str = "") -> int:
+    """The report on stdout, problems and a one-line summary on stderr, the JSON to `json_path`; the exit code."""
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(result.model_dump_json(indent=2), encoding="utf-8")
     print(result.report.markdown)
     for p in result.problems:
         print(f"research: problem ({p.kind}): {p.message}", file=sys.stderr)
-    print(f"research: run {run_id} {result.status}; ${result.usage.cost_usd:.4f}, "
+    print(f"research: run {result.run_id}{verb} {result.status}; ${result.usage.cost_usd:.4f}, "
           f"{result.usage.model_calls} model calls, {result.usage.searches} searches, "
           f"{result.usage.fetches} fetches" + (f"; JSON in {json_path}" if json_path else ""), file=sys.stderr)
     return 1 if result.status == "failed" else 0

@@ -1,48 +1,342 @@
-"""The app's public page: saved runs listed, bad files reported, an empty state that says what to do."""
+"""The Streamlit app through AppTest: every page, the access-code gate, and live runs against the local fakes."""
 from __future__ import annotations
 
-import shutil
+import os
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pipeline.saved_runs import load_saved_runs
-from pipeline.schema import RunResult
+from pipeline.saved_runs import RunLibrary, load_saved_runs, load_timeline, save_run_file
+from pipeline.schema import Finding, Plan, Problem, Report, RunOptions, RunResult, Source, SubQuestion, Usage
+from pipeline.store import RunStore
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.research_brain import ResearchBrain
+from tests.fakes.search_apis import FakeSearchApi, Hit
+from tests.fakes.secret_manager import FakeSecretManager
+from tests.fakes.web_server import Route, WebServer
 
 ROOT = Path(__file__).resolve().parents[1]
+APP_VARS = ["RESEARCH_BENCHMARK_DIR", "ACCESS_CODE", "ACCESS_CODE_SECRET", "RESEARCH_SECRET_MANAGER_URL",
+            "RESEARCH_ACCESS_CODE_TTL", "RESEARCH_ACCESS_MAX_ATTEMPTS", "RESEARCH_ACCESS_GLOBAL_ATTEMPTS",
+            "RESEARCH_ACCESS_WINDOW_SECONDS", "RESEARCH_TRUSTED_PROXIES", "RESEARCH_LIVE_MAX_CONCURRENT",
+            "RESEARCH_LIVE_DAILY_USD", "RESEARCH_LIVE_MAX_RUN_USD"]
+QUOTE = "Qdrant Cloud pricing starts at 25 dollars per month for the smallest cluster."
+QUESTION = "What does Qdrant Cloud pricing start at?"
 
 
-def _write_run(folder: Path, run_id: str) -> None:
-    rr = RunResult(run_id=run_id, question=f"question {run_id}?", mode="tools", status="partial")
-    (folder / f"{run_id}.json").write_text(rr.model_dump_json())
-
-
-def test_load_saved_runs_reads_valid_files_and_reports_bad_ones(tmp_path: Path) -> None:
-    _write_run(tmp_path, "r1")
-    (tmp_path / "broken.json").write_text("{not json")
-    (tmp_path / "other.json").write_text('{"hello": 1}')
-    rows, errors = load_saved_runs(tmp_path)
-    assert [r.run_id for r in rows] == ["r1"] and rows[0].mode == "tools"
-    assert sorted(name for name, _ in errors) == ["broken.json", "other.json"]
-    assert load_saved_runs(tmp_path / "missing") == ([], [])
+def make_run(run_id: str, *, mode: str = "fixed", cost: float = 0.01, problems: int = 0,
+             answered: bool = True, lead: str = "claude-sonnet-5-5") -> RunResult:
+    src = Source(id="S1", url="https://qdrant.example/pricing", final_url="https://qdrant.example/pricing",
+                 title="Qdrant pricing", published="2025-01-15", fetched_at=f"2025-02-0{1 + len(run_id) % 8}T10:00:00",
+                 sha256="0" * 64, chars=300)
+    findings = [Finding(id="F1", sub_question="Q1", source="S1", claim="It starts at 25 dollars.", quote=QUOTE,
+                        start=0, end=len(QUOTE), support="supported", confidence="high")] if answered else []
+    return RunResult(
+        run_id=run_id, question=f"Question {run_id}: what does Qdrant cost?", mode=mode, status="partial"
+        if problems else "complete", models={"lead": lead, "worker": "claude-haiku-5-5"},
+        plan=Plan(sub_questions=[SubQuestion(id="Q1", question="Price?"), SubQuestion(id="Q2", question="Tiers?")]),
+        sources=[src], findings=findings,
+        report=Report(markdown=f"# Qdrant pricing {run_id}\n\n_Machine-assisted research report._\n\n"
+                               "Qdrant Cloud starts at 25 dollars per month [F1]. Tiers are not known [G1].\n",
+                      gaps=["Tiers?"]),
+        problems=[Problem(kind="uncited", message=f"problem {i}") for i in range(problems)],
+        usage=Usage(cost_usd=cost, model_calls=3), timings={"plan": 1.0, "research": 2.0})
 
 
 @pytest.fixture()
-def app_copy(tmp_path: Path) -> Path:
-    shutil.copy(ROOT / "app.py", tmp_path / "app.py")
-    (tmp_path / "benchmark_runs").mkdir()
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in APP_VARS:
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "bench").mkdir()
+    monkeypatch.setenv("RESEARCH_BENCHMARK_DIR", str(tmp_path / "bench"))
+    monkeypatch.setenv("RESEARCH_DB", str(tmp_path / "state" / "research.sqlite"))
     return tmp_path
 
 
-def test_app_empty_state_says_how_to_produce_runs(app_copy: Path) -> None:
-    at = AppTest.from_file(str(app_copy / "app.py")).run(timeout=30)
-    assert not at.exception
-    assert any("python -m pipeline run" in i.value for i in at.info)
+def app() -> AppTest:
+    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
 
 
-def test_app_lists_saved_runs(app_copy: Path) -> None:
-    _write_run(app_copy / "benchmark_runs", "r42")
-    at = AppTest.from_file(str(app_copy / "app.py")).run(timeout=30)
+def page(name: str, **query: str) -> AppTest:
+    at = app().run()
+    if name != "benchmarks":
+        at.switch_page(f"ui/pages/{name}.py")
+    at.query_params.update(query)
+    return at.run()
+
+
+def texts(at: AppTest, kind: str) -> str:
+    return " ".join(str(e.value).replace("\\", "") for e in getattr(at, kind))
+
+
+# -- saved runs -------------------------------------------------------------------------------------------------------
+
+def test_library_reads_suites_reports_bad_files_and_rereads_only_changed_files(tmp_path: Path) -> None:
+    (tmp_path / "smoke").mkdir()
+    save_run_file(tmp_path / "smoke", make_run("r1", mode="tools", problems=1))
+    save_run_file(tmp_path, make_run("r2", answered=False))
+    (tmp_path / "broken.json").write_text("{not json")
+    (tmp_path / "other.json").write_text('{"hello": 1}')
+    lib = RunLibrary(tmp_path)
+    rows, errors = lib.refresh()
+    by_id = {r.run_id: r for r in rows}
+    assert set(by_id) == {"r1", "r2"} and sorted(n for n, _ in errors) == ["broken.json", "other.json"]
+    r1 = by_id["r1"]
+    assert (r1.suite, r1.mode, r1.findings, r1.answered, r1.planned, r1.problems, r1.seconds) == \
+        ("smoke", "tools", 1, 1, 2, 1, 3.0)
+    assert r1.models == "claude-sonnet-5-5 / claude-haiku-5-5" and by_id["r2"].suite == "default"
+    assert by_id["r2"].answered == 0
+    save_run_file(tmp_path / "smoke", make_run("r1", mode="tools", cost=0.5))
+    assert {r.run_id: r.cost_usd for r in lib.refresh()[0]}["r1"] == 0.5  # a changed file is read again
+    (tmp_path / "r2.json").unlink()
+    assert [r.run_id for r in lib.refresh()[0]] == ["r1"] and lib.load("r2") is None
+    assert lib.load("r1") == make_run("r1", mode="tools", cost=0.5)
+    assert load_saved_runs(tmp_path / "missing") == ([], [])
+
+
+def test_timeline_falls_back_to_step_times(tmp_path: Path) -> None:
+    rr = make_run("r1")
+    timeline = load_timeline(rr, tmp_path)
+    assert timeline.origin == "timings" and [(e.step, e.ms) for e in timeline.entries] == [("plan", 1000.0),
+                                                                                           ("research", 2000.0)]
+
+
+# -- public pages -----------------------------------------------------------------------------------------------------
+
+def test_benchmarks_empty_state_says_how_to_produce_runs(env: Path) -> None:
+    at = page("benchmarks")
     assert not at.exception
-    assert "r42" in at.dataframe[0].value["run_id"].tolist()
+    assert "python -m pipeline run" in texts(at, "info")
+
+
+def test_benchmarks_table_filters_and_mode_comparison(env: Path) -> None:
+    (env / "bench" / "smoke").mkdir()
+    save_run_file(env / "bench" / "smoke", make_run("f1", mode="fixed", cost=0.02))
+    save_run_file(env / "bench" / "smoke", make_run("t1", mode="tools", cost=0.06, answered=False))
+    save_run_file(env / "bench", make_run("t2", mode="tools", cost=0.10, lead="claude-opus-5-5"))
+    (env / "bench" / "junk.json").write_text("[]")
+    at = page("benchmarks")
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert sorted(table.run_id if "run_id" in table else table.report) == \
+        ["/report?run=f1", "/report?run=t1", "/report?run=t2"]
+    assert {"question", "suite", "mode", "models", "date", "status", "findings", "rejected", "covered", "problems",
+            "cost_usd", "seconds"} <= set(table.columns)
+    assert sorted(table.covered) == ["0 / 2", "1 / 2", "1 / 2"]
+    assert "junk.json was skipped" in texts(at, "warning")
+    means = at.dataframe[1].value.set_index("mode")
+    assert means.loc["tools", "runs"] == 2 and means.loc["tools", "cost_usd"] == pytest.approx(0.08)
+    assert means.loc["tools", "coverage"] == pytest.approx(0.25) and means.loc["fixed", "coverage"] == 0.5
+    assert len(at.get("vega_lite_chart")) == 3
+    at.multiselect[1].set_value(["tools"]).run()
+    assert sorted(at.dataframe[0].value.report) == ["/report?run=t1", "/report?run=t2"]
+    at.multiselect[2].set_value(["claude-opus-5-5 / claude-haiku-5-5"]).run()
+    assert list(at.dataframe[0].value.report) == ["/report?run=t2"]
+    at.multiselect[0].set_value(["smoke"]).run()
+    assert at.dataframe[0].value.empty and "No runs match" in texts(at, "markdown")
+
+
+def test_report_opens_from_its_link_with_citations_checks_and_downloads(env: Path) -> None:
+    save_run_file(env / "bench", make_run("r1", problems=2))
+    at = page("report", run="r1")
+    assert not at.exception
+    assert "Qdrant pricing r1" in texts(at, "title")
+    body = at.html[0].value
+    assert 'data-cite="F1"' in body and QUOTE in body and "#:~:text=Qdrant%20Cloud" in body
+    assert "2 problems remain" in texts(at, "warning") and "Machine-assisted" in texts(at, "info")
+    assert "problem 1" in at.html[1].value and "Tiers?" in at.html[1].value
+    assert len(at.get("download_button")) == 2
+    assert at.text_input(key="report-link").value.endswith("/report?run=r1")
+
+
+def test_report_with_unknown_or_hostile_id_says_so(env: Path) -> None:
+    save_run_file(env / "bench", make_run("r1"))
+    at = page("report", run="../../etc/passwd")
+    assert not at.exception and "No saved run has the id" in texts(at, "error")
+    assert at.selectbox[0].options == ["Question r1: what does Qdrant cost? (fixed, 2025-02-03 10:00:00)"]
+    at.selectbox[0].set_value("r1").run()
+    assert at.query_params["run"] == "r1" and "Qdrant pricing r1" in texts(at, "title")
+
+
+def test_report_opens_a_run_that_only_the_run_store_holds_with_its_timeline(env: Path) -> None:
+    rr = make_run("cli01")
+    with RunStore(env / "state" / "research.sqlite") as store:
+        rec = store.recorder(rr.run_id)
+        rec.start(question=rr.question, options=RunOptions(), models=rr.models, prompt_version="p1")
+        rec.emit("step", {"name": "plan", "status": "started"})
+        rec.emit("model_response", {"purpose": "planner:0", "cost_usd": 0.0123}, tokens=321, ms=40.0)
+        rec.emit("step", {"name": "research", "status": "started"})
+        rec.emit("search", {"query": "qdrant pricing", "count": 3, "message": None}, ms=12.0)
+        rec.emit("fetch", {"url": "https://qdrant.example/pricing", "ok": True}, ms=30.0)
+        rec.finish(rr)
+    at = page("report", run="cli01")
+    assert not at.exception and QUOTE in at.html[0].value
+    calls = at.dataframe[-1].value
+    assert list(calls.kind) == ["model", "search", "fetch"] and list(calls.step) == ["plan", "research", "research"]
+    assert calls.tokens.sum() == 321 and calls.cost_usd.sum() == pytest.approx(0.0123)
+
+
+def test_about_page(env: Path) -> None:
+    at = page("about")
+    assert not at.exception and "What they do not prove" in texts(at, "markdown")
+
+
+# -- the gate ---------------------------------------------------------------------------------------------------------
+
+def test_live_page_is_off_without_a_code(env: Path) -> None:
+    at = page("live")
+    assert not at.exception
+    assert "Live runs are off" in texts(at, "warning") and not at.text_input
+
+
+def unlock(at: AppTest, code: str) -> AppTest:
+    at.text_input(key="access_code").input(code)
+    return at.button[0].click().run()
+
+
+def test_wrong_codes_lock_the_visitor_out_until_the_window_passes(env: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACCESS_CODE", "open-sésame")
+    monkeypatch.setenv("RESEARCH_ACCESS_WINDOW_SECONDS", "3")
+    at = page("live")
+    started = time.monotonic()
+    for code in ("wrong", "open-sesame", "ÖPEN", "🔑", "open-sésame!"):
+        unlock(at, code)
+        assert "That code is not right" in texts(at, "error") and "live_unlocked" not in at.session_state
+    unlock(at, "open-sésame")
+    assert "Too many wrong codes" in texts(at, "error") and "live_unlocked" not in at.session_state
+    reloaded = page("live")  # a reload is a new session: the count is kept on the server
+    unlock(reloaded, "open-sésame")
+    assert "Too many wrong codes" in texts(reloaded, "error")
+    time.sleep(max(0.0, 3.2 - (time.monotonic() - started)))
+    unlock(reloaded, "open-sésame")
+    assert not reloaded.exception and reloaded.session_state["live_unlocked"] is True
+    assert not reloaded.text_input and not reloaded.query_params  # the form is gone; nothing in the URL
+
+
+def test_the_right_code_unlocks_this_session_only(live: ResearchBrain) -> None:
+    at = unlock(page("live"), "open-sesame")
+    assert not at.exception and at.session_state["live_unlocked"] is True
+    assert at.radio(key="mode").options == ["fixed: code runs the planned searches (cheaper, predictable)",
+                                           "tools: a model worker per sub-question searches and reads "
+                                           "(more thorough)"]
+    assert "access_code" not in str(dict(at.query_params)) and not at.query_params
+    assert page("live").text_input(key="access_code") is not None  # another session is still locked
+
+
+def test_secret_manager_code_unlocks_and_a_missing_secret_keeps_runs_off(env: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    name = "projects/demo/secrets/access/versions/latest"
+    with FakeSecretManager({name: b"from-secret-manager\n"}) as sm:
+        monkeypatch.setenv("RESEARCH_SECRET_MANAGER_URL", sm.base_url)
+        monkeypatch.setenv("ACCESS_CODE", "local-code")
+        monkeypatch.setenv("ACCESS_CODE_SECRET", name)
+        at = unlock(page("live"), "local-code")
+        assert "That code is not right" in texts(at, "error")
+        at = unlock(at, "from-secret-manager")
+        assert at.session_state["live_unlocked"] is True
+        assert len(sm.requests) == 1  # cached across reruns and sessions
+        monkeypatch.setenv("ACCESS_CODE_SECRET", "projects/demo/secrets/gone/versions/latest")
+        at = page("live")
+        assert "Live runs are off" in texts(at, "warning") and "not found" in texts(at, "warning")
+        assert not at.text_input
+
+
+# -- live runs against the fakes ----------------------------------------------------------------------------------------
+
+@pytest.fixture()
+def live(env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ResearchBrain]:
+    brain = ResearchBrain()
+    with ExitStack() as stack:
+        web = stack.enter_context(WebServer({"/qdrant": Route.html(
+            "<html><head><title>Qdrant pricing</title></head><body><article><h1>Qdrant pricing</h1>"
+            f"<p>{QUOTE}</p></article></body></html>")}))
+        search = stack.enter_context(FakeSearchApi("brave", [Hit(title="Qdrant", url=web.url("/qdrant"),
+                                                                 snippet="pricing", published=None)],
+                                                   api_key="brave-key"))
+        fake = stack.enter_context(FakeAnthropic(brain))
+        for k, v in {"ACCESS_CODE": "open-sesame", "ANTHROPIC_API_KEY": "sk-ant-app-test",
+                     "ANTHROPIC_BASE_URL": fake.base_url, "RESEARCH_SEARCH_PROVIDER": "brave",
+                     "BRAVE_API_KEY": "brave-key", "RESEARCH_SEARCH_BASE_URL": search.base_url,
+                     "RESEARCH_FETCH_ALLOW": web.host_port}.items():
+            monkeypatch.setenv(k, v)
+        yield brain
+
+
+def ask(at: AppTest, question: str = QUESTION, mode: str = "fixed") -> AppTest:
+    at.text_area(key="question").input(question)
+    at.radio(key="mode").set_value(mode)
+    return at.button[0].click().run()
+
+
+def wait_done(at: AppTest, timeout: float = 60) -> AppTest:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if at.success or (at.error and "live_job" in at.session_state):
+            return at
+        time.sleep(0.3)
+        at.run()
+    raise AssertionError("the live run did not finish in time")
+
+
+def test_a_live_run_shows_progress_then_its_report(live: ResearchBrain, env: Path) -> None:
+    live.latency = 0.15
+    at = ask(unlock(page("live"), "open-sesame"), mode="tools")
+    assert not at.exception and "Running" in texts(at, "subheader")
+    bars = " ".join(p.proto.text for p in at.get("progress"))
+    assert "Searches:" in bars and "of 8" in bars and "Cost:" in bars
+    at = wait_done(at)
+    assert not at.exception and "Finished: complete" in texts(at, "success")
+    assert QUOTE in at.html[0].value
+    (run_file,) = [p for p in (env / "state" / "live").glob("*.json") if not p.name.endswith(".timeline.json")]
+    report = page("report", run=run_file.stem)
+    assert not report.exception and QUOTE in report.html[0].value
+    assert "search" in set(report.dataframe[-1].value.kind)  # the timeline of the live run
+    at.button[-1].click().run()
+    assert at.text_area(key="question") is not None  # ready for another question
+
+
+def test_concurrency_limit_refuses_a_second_run_with_its_message(live: ResearchBrain,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RESEARCH_LIVE_MAX_CONCURRENT", "1")
+    live.latency = 0.3
+    first = ask(unlock(page("live"), "open-sesame"))
+    assert "Running" in texts(first, "subheader")
+    second = ask(unlock(page("live"), "open-sesame"), "A second question about Qdrant?")
+    assert "already in progress" in texts(second, "error") and "limit is 1" in texts(second, "error")
+    wait_done(first)
+
+
+def test_spend_ceiling_refuses_with_its_message(live: ResearchBrain, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RESEARCH_LIVE_DAILY_USD", "0.04")
+    at = ask(unlock(page("live"), "open-sesame"))
+    assert "spending limit for live runs ($0.04" in texts(at, "error") and "live_job" not in at.session_state
+
+
+def test_cancel_button_stops_the_run(live: ResearchBrain) -> None:
+    live.latency = 0.4
+    at = ask(unlock(page("live"), "open-sesame"), mode="tools")
+    at.button(key="cancel").click().run()
+    at = wait_done(at, timeout=20)
+    assert "Finished:" in texts(at, "success") and "cancelled" in at.html[-1].value
+
+
+def test_missing_keys_keep_the_form_closed(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACCESS_CODE", "open-sesame")
+    at = unlock(page("live"), "open-sesame")
+    assert "ANTHROPIC_API_KEY" in texts(at, "error") and not at.text_area
+    assert os.environ.get("ANTHROPIC_API_KEY") is None
+
+
+def test_md_text_leaves_no_markdown_syntax_or_autolink() -> None:
+    from ui.components import md_text
+
+    out = md_text("![x](http://a.example/?q=1) [c](javascript:x) <b> :red[x] $x$ www.a.example me@a.example\n#h")
+    assert "\n" not in out
+    unescaped = [c for i, c in enumerate(out) if c in "![]()<>:$#@." and (i == 0 or out[i - 1] != "\\")]
+    assert unescaped == []
+    assert "http\\:\u200b\\/\\/" in out and "www\u200b\\." in out and "me\u200b\\@" in out

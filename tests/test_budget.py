@@ -183,3 +183,13 @@ def test_remaining_counts_the_reserve_for_research_only() -> None:
     assert budget.remaining("fetches", Phase.SYNTHESIS) == 5
     budget.spend("fetches", Phase.SYNTHESIS, n=5)
     assert budget.remaining("fetches", Phase.RESEARCH) == 0
+
+
+def test_booking_a_recorded_call_ignores_ceilings_but_counts_fully() -> None:
+    budget = Budget(BudgetLimits(model_calls=1, searches=0, cost_usd=0.001, reserve=0.0), price_of)
+    cost = budget.book("m", FakeUsage(1_000, 100, cache_read_input_tokens=500))
+    budget.book_unit("searches")
+    used = budget.used()
+    assert (used.model_calls, used.searches, used.input_tokens) == (1, 1, 1_000)
+    assert cost == pytest.approx(cost_usd(PRICE, FakeUsage(1_000, 100, 500))) == pytest.approx(used.cost_usd)
+    assert isinstance(budget.authorize_call("m", input_tokens=1, max_tokens=1), Refusal)

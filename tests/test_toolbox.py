@@ -340,9 +340,9 @@ def test_every_call_is_reported_as_a_tool_call_event(world: World) -> None:
     box.run("calculate", {"expression": "3*4"})
     box.run("nope", {})
     events = [e.payload for e in sink(ctx).of("tool_call")]
+    unknown = ("UNKNOWN_TOOL: there is no tool named 'nope'; use one of web_search, fetch_page, find_in_page, "
+               "record_finding, calculate.")
     assert events == [
         {"sub_question": "Q1", "name": "calculate", "input": {"expression": "3*4"}, "is_error": False,
-         "outcome": "RESULT C1: 3*4 = 12"},
-        {"sub_question": "Q1", "name": "nope", "input": {}, "is_error": True,
-         "outcome": "UNKNOWN_TOOL: there is no tool named 'nope'; use one of web_search, fetch_page, find_in_page, "
-                    "record_finding, calculate."}]
+         "outcome": "RESULT C1: 3*4 = 12", "result": "RESULT C1: 3*4 = 12"},
+        {"sub_question": "Q1", "name": "nope", "input": {}, "is_error": True, "outcome": unknown, "result": unknown}]

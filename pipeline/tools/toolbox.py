@@ -235,7 +235,7 @@ class Toolbox:
         outcome = self._dispatch(name, input)
         self._ctx.events.emit("tool_call", {
             "sub_question": self._sq.id, "name": name, "input": input, "is_error": outcome.is_error,
-            "outcome": _first_line(outcome.text),
+            "outcome": _first_line(outcome.text), "result": outcome.text,
         }, ms=(self._clock() - started) * 1000)
         return outcome
 

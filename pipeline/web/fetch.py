@@ -18,6 +18,8 @@ Policy that callers and tests rely on:
   Windows code pages (iso-8859-1, ascii, shift_jis, ...) are decoded as those code pages.
 - Per Fetcher (one run): successes are cached by normalised URL (original and final), failures are remembered
   and answered `repeat_failure` without traffic or budget. A budget refusal is not remembered.
+- With a tape (pipeline/tape.py), a fetch the recording holds is answered from it, charged as it was; in a
+  replay, one it lacks fails as `network` without traffic.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ import ssl
 import threading
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Literal, Protocol
 from urllib.parse import urljoin
 
@@ -37,6 +39,7 @@ from pipeline.budget import Budget, Phase
 from pipeline.config import Settings
 from pipeline.events import EventSink, NullSink
 from pipeline.schema import ErrorKind, FetchResult
+from pipeline.tape import NOT_RECORDED, Tape, charge_unit
 from pipeline.web.extract import Extracted, ExtractionError, extract_html, extract_pdf, extract_text_plain
 from pipeline.web.guard import Blocked, Resolver, Vetted, check_url, default_resolver
 from pipeline.web.charset import decode_text
@@ -106,6 +109,14 @@ class _Failure(Exception):
                            status=o.status, content_type=o.content_type)
 
 
+@dataclass
+class _Attempt:
+    """What one fetch did besides its result: whether it took a `fetches` unit, and event flags (replayed)."""
+
+    charged: bool = False
+    extra: dict[str, bool] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class _Origin:
     """Where a failure happened, for the FetchResult: the URL reached, its status and media type."""
@@ -134,8 +145,10 @@ class Fetcher:
     def __init__(self, settings: Settings, *, resolve: Resolver = default_resolver,
                  network_backend: httpcore.NetworkBackend | None = None, ssl_context: ssl.SSLContext | None = None,
                  budget: Budget | None = None, events: EventSink | None = None, corpus: CorpusLike | None = None,
-                 extract: Extractor = extract_document, clock: Callable[[], float] = time.monotonic) -> None:
+                 extract: Extractor = extract_document, clock: Callable[[], float] = time.monotonic,
+                 tape: Tape | None = None) -> None:
         self._settings, self._resolve, self._budget, self._corpus = settings, resolve, budget, corpus
+        self._tape = tape
         self._backend = network_backend or httpcore.SyncBackend()
         self._ssl = ssl_context or httpx.create_ssl_context()
         self._events = events or NullSink()
@@ -151,13 +164,14 @@ class Fetcher:
         key = _key(url)
         with self._lock:
             url_lock = self._url_locks.setdefault(key, threading.Lock())
+        attempt = _Attempt()
         with url_lock:  # a second thread asking for the same URL waits and then reads the cache
             result, cached = self._remembered(key, url), True
             if result is None:
-                result, cached = self._fetch_new(url, phase), False
+                result, cached = self._fetch_new(url, phase, attempt), False
                 self._remember(key, result)
-        self._events.emit("fetch", {**result.model_dump(), "cached": cached},
-                          ms=(self._clock() - started) * 1000)
+        self._events.emit("fetch", {**result.model_dump(), "cached": cached, "charged": attempt.charged,
+                                    **attempt.extra}, ms=(self._clock() - started) * 1000)
         return result
 
     def _remembered(self, key: str, url: str) -> FetchResult | None:
@@ -178,33 +192,44 @@ class Fetcher:
             elif result.error_kind != "budget":
                 self._failed[key] = result.error_kind or "network"
 
-    def _fetch_new(self, url: str, phase: Phase) -> FetchResult:
+    def _fetch_new(self, url: str, phase: Phase, attempt: _Attempt) -> FetchResult:
+        if self._tape is not None:
+            recorded = self._tape.fetch(url)
+            if recorded is not None:
+                attempt.charged = recorded.charged and charge_unit(self._budget, "fetches")
+                attempt.extra = {"replayed": True}
+                return recorded.result.model_copy(update={"url": url})
+            if self._tape.web_offline:
+                attempt.extra = {NOT_RECORDED: True}
+                return _Failure("network", "the recording being replayed has no fetch of this URL").result(url)
         try:
-            page = self._from_corpus(url, phase) if self._corpus is not None else self._from_web(url, phase)
+            page = (self._from_corpus(url, phase, attempt) if self._corpus is not None
+                    else self._from_web(url, phase, attempt))
             return self._extracted(url, page)
         except _Failure as failure:
             return failure.result(url)
 
-    def _spend(self, phase: Phase) -> None:
+    def _spend(self, phase: Phase, attempt: _Attempt) -> None:
         refusal = self._budget.spend("fetches", phase) if self._budget is not None else None
         if refusal is not None:
             raise _Failure("budget", refusal.message, verbatim=True)
+        attempt.charged = True
 
-    def _from_corpus(self, url: str, phase: Phase) -> _Page:
+    def _from_corpus(self, url: str, phase: Phase, attempt: _Attempt) -> _Page:
         assert self._corpus is not None
         saved = self._corpus.get(url)
         if saved is None:
             raise _Failure("blocked", "this run reads only the offline corpus, which does not hold this URL")
-        self._spend(phase)
+        self._spend(phase, attempt)
         media, charset = _content_type(saved.content_type)
         return _Page(saved.final_url, 200, media, charset, _kind(media, saved.body), saved.body,
                      title=saved.title, published=saved.published)
 
-    def _from_web(self, url: str, phase: Phase) -> _Page:
+    def _from_web(self, url: str, phase: Phase, attempt: _Attempt) -> _Page:
         vetted = check_url(url, self._settings, self._resolve)
         if isinstance(vetted, Blocked):
             raise _Failure(vetted.error_kind, vetted.reason)
-        self._spend(phase)
+        self._spend(phase, attempt)
         backend = DeadlineBackend(self._backend, self._clock() + self._settings.fetch_deadline, self._clock)
         try:
             for hop in range(MAX_REDIRECTS + 1):

@@ -18,6 +18,7 @@ from ..budget import Budget, Phase
 from ..config import ConfigError, Settings
 from ..events import EventSink, NullSink
 from ..schema import SearchResult
+from ..tape import NOT_RECORDED, Tape, charge_unit
 from .corpus import Corpus, CorpusSearch
 from .providers.anthropic import AnthropicWebSearch, parse_web_search_blocks
 from .providers.base import SearchFailed, SearchProvider, Sleep, default_http_client
@@ -109,14 +110,19 @@ def _unique(results: list[SearchResult]) -> list[SearchResult]:
 
 
 class SearchService:
-    """Budgeted, recorded searches: each costs one `searches` unit; remote faults become messages, never raises."""
+    """Budgeted, recorded searches: each costs one `searches` unit; remote faults become messages, never raises.
+
+    With a `tape`, a search the recording holds is answered from it (and charged as it was); in a replay, one it
+    lacks is answered with a message, never sent.
+    """
 
     def __init__(self, provider: SearchProvider, budget: Budget | None = None, events: EventSink | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, *, tape: Tape | None = None):
         self._provider = provider
         self._budget = budget
         self._events = events or NullSink()
         self._clock = clock
+        self._tape = tape
 
     def search(self, query: str, n: int = 10, recency_days: int | None = None,
                phase: Phase = Phase.RESEARCH) -> SearchOutcome:
@@ -124,11 +130,21 @@ class SearchService:
         query = " ".join(query.split())
         outcome = SearchOutcome(query=query, provider=self._provider.name)
         started = self._clock()
-        if not query:
+        charged, extra = False, {}
+        recorded = self._tape.search(query, n, recency_days, self._provider.name) if self._tape and query else None
+        if recorded is not None:
+            charged = recorded.charged and charge_unit(self._budget, "searches")
+            outcome.results, outcome.message, extra = list(recorded.results), recorded.message, {"replayed": True}
+        elif self._tape is not None and self._tape.web_offline and query and self._provider.name != "anthropic":
+            outcome.message = (f"SEARCH_FAILED: the recording has no search for {query!r}; "
+                               "work with the searches already made.")
+            extra = {NOT_RECORDED: True}
+        elif not query:
             outcome.message = "SEARCH_REFUSED: the query is empty; write a few keywords."
         elif self._budget is not None and (refusal := self._budget.spend("searches", phase)) is not None:
             outcome.message = refusal.message
         else:
+            charged = True
             try:
                 outcome.results = _unique(self._provider.search(query, n=max(1, n), recency_days=recency_days))[:n]
                 if not outcome.results:
@@ -138,6 +154,6 @@ class SearchService:
         self._events.emit("search", {
             "query": query, "provider": outcome.provider, "n": n, "recency_days": recency_days,
             "phase": phase.value, "count": len(outcome.results), "message": outcome.message,
-            "results": [r.model_dump() for r in outcome.results],
+            "results": [r.model_dump() for r in outcome.results], "charged": charged, **extra,
         }, ms=(self._clock() - started) * 1000)
         return outcome

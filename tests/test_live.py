@@ -1,0 +1,196 @@
+"""Live runs: background jobs against the local fakes, progress, cancellation, and the server-wide limits
+(concurrent runs, a daily spend ceiling in SQLite shared by every registry on the same file)."""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pipeline.budget import Budget, Phase, Refusal
+from pipeline.config import Settings
+from pipeline.live import PRESETS, Job, JobRegistry, LiveLimits, Refused, SpendLedger
+from pipeline.saved_runs import load_run_file, load_timeline
+from pipeline.schema import BudgetLimits
+from pipeline.store import RunStore
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.research_brain import ResearchBrain
+from tests.fakes.search_apis import FakeSearchApi, Hit
+from tests.fakes.web_server import Route, WebServer
+
+QUESTION = "What does Qdrant Cloud pricing start at?"
+QUOTE = "Qdrant Cloud pricing starts at 25 dollars per month for the smallest cluster."
+
+
+@dataclass
+class World:
+    fake: FakeAnthropic
+    brain: ResearchBrain
+    search: FakeSearchApi
+    web: WebServer
+
+    def settings(self) -> Settings:
+        return Settings(anthropic_api_key="sk-ant-live-test", anthropic_base_url=self.fake.base_url,
+                        search_provider="brave", brave_api_key="brave-key", search_base_url=self.search.base_url,
+                        fetch_allow_raw=self.web.host_port, model_max_retries=1, model_timeout=10)
+
+
+@pytest.fixture()
+def world() -> Iterator[World]:
+    brain = ResearchBrain()
+    with ExitStack() as stack:
+        web = stack.enter_context(WebServer({"/qdrant": Route.html(
+            "<html><head><title>Qdrant pricing</title></head><body><article><h1>Qdrant pricing</h1>"
+            f"<p>Qdrant is an open-source vector database.</p><p>{QUOTE}</p></article></body></html>")}))
+        search = stack.enter_context(FakeSearchApi("brave", [Hit(title="Qdrant", url=web.url("/qdrant"),
+                                                                 snippet="pricing", published=None)],
+                                                   api_key="brave-key"))
+        fake = stack.enter_context(FakeAnthropic(brain))
+        yield World(fake, brain, search, web)
+
+
+class Clock:
+    def __init__(self, t: float = 1_767_225_600.0):  # 2026-01-01 00:00 UTC
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def registry(tmp_path: Path, world: World, **limits: float) -> JobRegistry:
+    return JobRegistry(runs_dir=tmp_path / "live", ledger=SpendLedger(tmp_path / "app.sqlite"),
+                       limits=LiveLimits(**limits), settings=world.settings)
+
+
+def finish(reg: JobRegistry, job: Job) -> Job:
+    assert reg.wait(job.id, timeout=60), "the live run did not finish"
+    return job
+
+
+def test_cancelled_budget_refuses_every_call() -> None:
+    budget = Budget(BudgetLimits(), lambda m: Settings().price("claude-haiku-5-5"))
+    assert budget.spend("searches") is None and not budget.exhausted()
+    budget.cancel()
+    for refusal in (budget.spend("searches"), budget.spend("fetches", Phase.SYNTHESIS),
+                    budget.authorize_call("claude-haiku-5-5", input_tokens=10, max_tokens=100, phase=Phase.SYNTHESIS)):
+        assert isinstance(refusal, Refusal) and refusal.message.startswith("CANCELLED")
+    assert budget.cancelled and budget.exhausted(Phase.SYNTHESIS) and budget.remaining("fetches") == 0
+    assert budget.used().searches == 1
+
+
+def test_ledger_reserves_within_the_ceiling_and_settles_to_real_cost(tmp_path: Path) -> None:
+    clock = Clock()
+    ledger = SpendLedger(tmp_path / "app.sqlite", clock)
+    assert ledger.reserve("a", 2.0, ceiling=5.0, minimum=0.05) == 2.0
+    assert ledger.reserve("b", 2.0, ceiling=5.0, minimum=0.05) == 2.0
+    assert ledger.reserve("c", 2.0, ceiling=5.0, minimum=0.05) == 1.0  # lowered to what is left today
+    assert ledger.reserve("d", 2.0, ceiling=5.0, minimum=0.05) is None
+    ledger.settle("a", 0.25)
+    assert ledger.today() == pytest.approx(3.25)
+    other = SpendLedger(tmp_path / "app.sqlite", clock)  # another session or process: same ledger
+    assert other.reserve("e", 2.0, ceiling=5.0, minimum=0.05) == pytest.approx(1.75)
+    clock.t += 86_400  # a new UTC day
+    assert ledger.today() == 0.0 and ledger.reserve("f", 2.0, ceiling=5.0, minimum=0.05) == 2.0
+
+
+@pytest.mark.parametrize("mode", ["fixed", "tools"])
+def test_a_live_run_works_in_the_background_and_is_saved(tmp_path: Path, world: World, mode: str) -> None:
+    reg = registry(tmp_path, world)
+    job = reg.start(QUESTION, mode, "quick")
+    assert isinstance(job, Job) and job.thread is not None and job.thread.daemon
+    finish(reg, job)
+    p = job.progress()
+    assert p.status == "finished" and p.step == "done" and p.findings >= 1
+    assert p.model_calls == len(world.fake.requests) and p.searches >= 1 and p.fetches >= 1
+    assert p.limits.cost_usd == PRESETS["quick"].limits.cost_usd and p.recent
+    saved = load_run_file(tmp_path / "live", job.run_id)
+    assert saved is not None and saved == job.result and saved.mode == mode
+    assert any(f.quote == QUOTE for f in saved.findings) and saved.status == "complete"
+    timeline = load_timeline(saved, tmp_path / "live")
+    assert timeline.origin == "events"
+    assert sum(e.kind == "model" for e in timeline.entries) == saved.usage.model_calls
+    assert sum(e.cost_usd for e in timeline.entries) == pytest.approx(saved.usage.cost_usd)
+    assert reg.ledger.today() == pytest.approx(saved.usage.cost_usd)  # the reservation was settled
+    assert reg.running() == 0
+
+
+def test_concurrency_limit_refuses_with_its_message(tmp_path: Path, world: World) -> None:
+    world.brain.latency = 0.3
+    reg = registry(tmp_path, world, max_concurrent=1)
+    first = reg.start(QUESTION, "fixed", "quick")
+    assert isinstance(first, Job)
+    second = reg.start("Another question about Qdrant pricing?", "fixed", "quick")
+    assert isinstance(second, Refused) and second.reason == "concurrency"
+    assert "already in progress" in second.message and "limit is 1" in second.message
+    finish(reg, first)
+    third = reg.start("Another question about Qdrant pricing?", "fixed", "quick")
+    assert isinstance(third, Job)
+    finish(reg, third)
+
+
+def test_daily_spend_ceiling_refuses_with_its_message_and_lowers_the_last_budget(tmp_path: Path,
+                                                                                   world: World) -> None:
+    reg = registry(tmp_path, world, daily_usd=0.30)
+    job = reg.start(QUESTION, "fixed", "standard")
+    assert isinstance(job, Job) and job.limits.cost_usd == pytest.approx(0.30)
+    refused = reg.start(QUESTION, "fixed", "quick")  # the first still holds its whole cap
+    assert isinstance(refused, Refused) and refused.reason == "spend"
+    assert "spending limit" in refused.message and "$0.30" in refused.message
+    finish(reg, job)
+    assert job.result is not None and job.result.usage.cost_usd <= 0.30
+    again = registry(tmp_path, world, daily_usd=0.30)  # a restarted server reads the same ledger
+    nxt = again.start(QUESTION, "fixed", "quick")
+    assert isinstance(nxt, Job)
+    assert nxt.limits.cost_usd == pytest.approx(min(0.25, 0.30 - job.result.usage.cost_usd), abs=1e-6)
+    finish(again, nxt)
+
+
+def test_cancel_winds_the_run_down_and_keeps_what_was_gathered(tmp_path: Path, world: World) -> None:
+    world.brain.latency = 0.4
+    reg = registry(tmp_path, world)
+    job = reg.start(QUESTION, "tools", "quick")
+    assert isinstance(job, Job)
+    time.sleep(0.6)
+    assert reg.cancel(job.id) and job.progress().cancel_requested
+    started = time.monotonic()
+    finish(reg, job)
+    assert time.monotonic() - started < 3
+    rr = job.result
+    assert rr is not None and rr.status in ("partial", "failed")
+    assert rr.problems[-1].kind == "cancelled"
+    assert rr.usage.model_calls <= 3 and load_run_file(tmp_path / "live", rr.run_id) == rr
+    assert not reg.cancel(job.id)  # already finished
+
+
+def test_refusals_before_anything_is_spent(tmp_path: Path, world: World) -> None:
+    reg = registry(tmp_path, world)
+    assert isinstance(r := reg.start("   ", "fixed", "quick"), Refused) and r.reason == "question"
+    assert isinstance(r := reg.start("x" * 501, "fixed", "quick"), Refused) and r.reason == "question"
+    assert isinstance(r := reg.start(QUESTION, "fixed", "huge"), Refused) and r.reason == "preset"
+    no_keys = JobRegistry(runs_dir=tmp_path / "live", ledger=SpendLedger(tmp_path / "app.sqlite"),
+                          limits=LiveLimits(), settings=lambda: Settings(search_provider="corpus"))
+    refused = no_keys.start(QUESTION, "fixed", "quick")
+    assert isinstance(refused, Refused) and refused.reason == "config" and "ANTHROPIC_API_KEY" in refused.message
+    assert reg.ledger.today() == 0.0 and world.fake.requests == []
+
+
+def test_live_runs_are_recorded_in_the_run_store_with_the_access_code_scrubbed(tmp_path: Path, world: World) -> None:
+    store = RunStore(tmp_path / "research.sqlite")
+    reg = JobRegistry(runs_dir=tmp_path / "live", ledger=SpendLedger(tmp_path / "app.sqlite"), limits=LiveLimits(),
+                      settings=world.settings, store=store)
+    job = reg.start("What does Qdrant Cloud pricing start at, code open-sesame-42?", "tools", "quick",
+                    secrets=["open-sesame-42"])
+    assert isinstance(job, Job)
+    rr = finish(reg, job).result
+    assert rr is not None and "open-sesame-42" in rr.question  # the visitor's own copy is untouched
+    row = store.run(rr.run_id)
+    assert row is not None and row.status == rr.status and "open-sesame-42" not in row.question
+    stored = store.result(rr.run_id)
+    assert stored is not None and stored.findings == rr.findings
+    timeline = load_timeline(rr, None, store)
+    assert timeline.origin == "run store"
+    assert sum(e.kind == "model" for e in timeline.entries) == rr.usage.model_calls
+    assert {e.step for e in timeline.entries} >= {"plan", "worker"}

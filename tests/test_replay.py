@@ -1,0 +1,243 @@
+"""Replay: a recorded run re-run from the store with the fakes shut down gives the same RunResult; --live-model
+calls the model but takes searches and fetches from the store; a call the recording lacks never reaches a network."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.__main__ import main
+from pipeline.budget import Budget, Phase
+from pipeline.config import Settings
+from pipeline.events import ListSink
+from pipeline.llm import LLM, LLMError
+from pipeline.run import build_context, research
+from pipeline.schema import BudgetLimits, RunOptions, RunResult
+from pipeline.store import RunStore
+from pipeline.tape import Tape, TapeMode
+from pipeline.web.fetch import Fetcher
+from pipeline.web.search import SearchService, make_provider
+from tests.fakes.anthropic_api import FakeAnthropic, reply_web_search
+from tests.fakes.research_brain import ResearchBrain
+from tests.fakes.search_apis import FakeSearchApi, Hit
+from tests.fakes.web_server import Route, WebServer
+from tests.test_e2e import VECTOR_PAGES, page
+
+KEY = "sk-ant-replay-test-key"
+TOPICS = ["Qdrant Cloud smallest cluster pricing", "Zilliz Cloud pricing for Milvus", "Pinecone Standard plan pricing"]
+THREE_PARTS = {"premise_analysis": "fine", "sub_questions": [
+    {"question": topic, "success_criterion": "stated", "proxy": None, "queries": [topic], "is_premise_check": False}
+    for topic in TOPICS]}
+PAGES = {**VECTOR_PAGES,
+         "/pinecone": page("Pinecone pricing", "Pinecone Standard plan pricing is 50 dollars per month.",
+                           "Qdrant Cloud pricing was compared with Pinecone at 70 dollars per month.")}
+
+
+class Fakes:
+    """The local model, search API and web server of one recording; `close()` shuts them all down."""
+
+    def __init__(self) -> None:
+        self.brain = ResearchBrain(latency=0.01)  # enough for parallel workers to interleave
+        self._stack = ExitStack()
+        self.web = self._stack.enter_context(WebServer())
+        self.search = self._stack.enter_context(FakeSearchApi("brave", [], api_key="brave-key"))
+        self.model = self._stack.enter_context(FakeAnthropic(self.brain))
+        hits = []
+        for path, route in PAGES.items():
+            self.web.route(path, route)
+            hits.append(Hit(title=path.strip("/"), url=self.web.url(path), snippet="snippet", published=None))
+        self.search.hits[:] = hits
+
+    def settings(self, db: Path) -> Settings:
+        return Settings(anthropic_api_key=KEY, anthropic_base_url=self.model.base_url, search_provider="brave",
+                        brave_api_key="brave-key", search_base_url=self.search.base_url,
+                        fetch_allow_raw=self.web.host_port, model_max_retries=0, model_timeout=10, db_path=str(db))
+
+    def record(self, store: RunStore, question: str, mode: str, **options: Any) -> RunResult:
+        settings = self.settings(store.path)
+        provider = make_provider(settings, sleep=lambda _s: None)
+        return research(question, settings, options=RunOptions(mode=mode, **options), store=store,
+                        context=lambda s, o, e, **kw: build_context(s, o, e, provider=provider, **kw))
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+@pytest.fixture()
+def fakes() -> Iterator[Fakes]:
+    f = Fakes()
+    yield f
+    f.close()
+
+
+def _same(a: RunResult, b: RunResult) -> dict[str, Any]:
+    """The fields that differ between two RunResults, ignoring the run id and the timings."""
+    da, db = a.model_dump(exclude={"run_id", "timings"}), b.model_dump(exclude={"run_id", "timings"})
+    return {k: (da[k], db[k]) for k in da if da[k] != db[k]}
+
+
+def _replay(db: Path, run_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str) -> RunResult:
+    monkeypatch.setenv("RESEARCH_DB", str(db))
+    out = tmp_path / f"replay-{run_id}.json"
+    assert main(["replay", run_id, "--json", str(out), "--quiet", *extra]) == 0
+    return RunResult.model_validate_json(out.read_text())
+
+
+@pytest.mark.parametrize("mode", ["fixed", "tools"])
+def test_replay_with_the_fakes_shut_down_gives_the_same_result(fakes: Fakes, tmp_path: Path, mode: str,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    fakes.brain.plans["three parts"] = THREE_PARTS
+    db = tmp_path / "runs.sqlite"
+    with RunStore(db) as store:
+        original = fakes.record(store, "Qdrant Cloud pricing in three parts", mode)
+    assert original.status == "complete" and len(original.sources) >= 2
+    assert len({f.sub_question for f in original.findings}) >= 2  # in tools mode: from parallel workers
+    fakes.close()  # no model, no search API, no web from here on
+
+    replayed = _replay(db, original.run_id, tmp_path, monkeypatch)
+
+    assert replayed.run_id != original.run_id
+    assert _same(original, replayed) == {}
+    assert replayed.report.markdown == original.report.markdown
+    assert replayed.findings == original.findings and replayed.usage == original.usage
+    assert "matches the recorded result" in capsys.readouterr().err
+    with RunStore(db) as store:
+        row = store.run(replayed.run_id)
+        assert row is not None and row.replay_of == original.run_id and row.status == "complete"
+        assert store.result(replayed.run_id) == replayed
+        # Every call was served: nothing was missing from the recording.
+        assert not [e for e in store.events(replayed.run_id) if e.payload.get("not_recorded")]
+        assert not [e for e in store.events(replayed.run_id, ["model_error"]) if e.payload["kind"] == "not_recorded"]
+        # A replay is itself a complete recording: replaying the replay gives the same result again.
+    again = _replay(db, replayed.run_id, tmp_path, monkeypatch)
+    assert _same(original, again) == {}
+
+
+def test_live_model_replay_calls_the_model_but_takes_the_evidence_from_the_store(
+        fakes: Fakes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "runs.sqlite"
+    with RunStore(db) as store:
+        original = fakes.record(store, "What does Qdrant Cloud pricing start at?", "tools")
+    searches, pages, calls = len(fakes.search.requests), len(fakes.web.requests), len(fakes.model.requests)
+    assert original.findings and searches and pages
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fakes.model.base_url)
+    replayed = _replay(db, original.run_id, tmp_path, monkeypatch, "--live-model")
+
+    assert len(fakes.model.requests) - calls == replayed.usage.model_calls > 0  # the model was called for real
+    assert len(fakes.search.requests) == searches and len(fakes.web.requests) == pages  # the evidence was not
+    assert [(f.source, f.quote) for f in replayed.findings] == [(f.source, f.quote) for f in original.findings]
+    assert replayed.usage.searches == original.usage.searches and replayed.usage.fetches == original.usage.fetches
+
+
+def test_a_call_the_recording_lacks_fails_without_any_network(tmp_path: Path) -> None:
+    tape = Tape([], TapeMode.REPLAY, run_id="r1")
+    settings = Settings(search_provider="brave", brave_api_key="k", search_base_url="http://127.0.0.1:9",
+                        fetch_allow_raw="127.0.0.1:9", fetch_ports_raw="9")
+    budget = Budget(BudgetLimits(), settings.price)
+    sink = ListSink()
+    llm = LLM(settings, budget, sink, tape=tape)  # no API key is needed: nothing can be sent
+    with pytest.raises(LLMError) as err:
+        llm.call(model=settings.lead_model, system="s", messages=[{"role": "user", "content": "hi"}],
+                 max_tokens=100, purpose="planner:0")
+    assert err.value.kind == "not_recorded" and "--live-model" in err.value.message
+    assert sink.of("model_request") == []
+    page_ = Fetcher(settings, budget=budget, events=sink, tape=tape).fetch("http://127.0.0.1:9/page")
+    assert not page_.ok and page_.error_kind == "network" and "recording" in (page_.error or "")
+    outcome = SearchService(make_provider(settings, sleep=lambda _s: None), budget, sink, tape=tape).search("x y")
+    assert not outcome.results and "recording has no search" in (outcome.message or "")
+    assert budget.used().fetches == 0 and budget.used().searches == 0 and budget.used().model_calls == 0
+
+
+def test_served_outcomes_are_charged_as_recorded(fakes: Fakes, tmp_path: Path) -> None:
+    db = tmp_path / "runs.sqlite"
+    with RunStore(db) as store:
+        original = fakes.record(store, "What does Qdrant Cloud pricing start at?", "fixed")
+        tape = Tape.from_store(store, original.run_id, TapeMode.REPLAY)
+    fakes.close()
+    sink = ListSink()
+    replayed = research(original.question, Settings(search_provider="brave", lead_model=original.models["lead"]),
+                        options=RunOptions(mode="fixed"), events=sink, tape=tape)
+    assert replayed.budget == original.budget
+    assert tape.summary()["missed"] == 0 and tape.summary()["diverged"] == []
+    served = [e for e in sink.of("model_response") if e.payload.get("replayed")]
+    assert len(served) == original.usage.model_calls
+    assert sum(e.payload["cost_usd"] for e in served) == pytest.approx(original.usage.cost_usd)
+
+
+def test_export_writes_the_run_result_and_runs_lists_it(fakes: Fakes, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "runs.sqlite"
+    with RunStore(db) as store:
+        original = fakes.record(store, "What does Qdrant Cloud pricing start at?", "fixed")
+    monkeypatch.setenv("RESEARCH_DB", str(db))
+    out = tmp_path / "exported" / "run.json"
+    assert main(["export", original.run_id, str(out)]) == 0
+    assert RunResult.model_validate_json(out.read_text()) == original
+    capsys.readouterr()
+    assert main(["runs", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed == [{"id": original.run_id, "date": listed[0]["date"], "question": original.question,
+                       "mode": "fixed", "status": original.status, "cost": original.usage.cost_usd}]
+    assert main(["runs"]) == 0
+    assert original.run_id in capsys.readouterr().out
+    assert main(["export", "no-such-run", str(out)]) == 2
+    assert "python -m pipeline runs" in capsys.readouterr().err
+
+
+def test_replay_of_a_run_searching_through_anthropic_charges_its_search_calls(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Anthropic's server-side search is a model call: a replay serves it as one, so its tokens count again."""
+    db = tmp_path / "runs.sqlite"
+    with WebServer({"/qdrant": VECTOR_PAGES["/qdrant"]}) as web, FakeAnthropic(ResearchBrain()) as model:
+        hit = {"url": web.url("/qdrant"), "title": "Qdrant pricing", "snippet": "Qdrant Cloud pricing starts at 25."}
+        model.rule(lambda r: r.has_tool("web_search") and not r.has_tool("record_finding"),
+                   lambda r: reply_web_search("q", [hit]))
+        settings = Settings(anthropic_api_key=KEY, anthropic_base_url=model.base_url, search_provider="anthropic",
+                            fetch_allow_raw=web.host_port, model_max_retries=0, db_path=str(db))
+        with RunStore(db) as store:
+            original = research("What does Qdrant Cloud pricing start at?", settings, options=RunOptions(mode="tools"),
+                                store=store)
+        searches = sum(r.has_tool("web_search") and not r.has_tool("record_finding") for r in model.message_requests)
+    assert original.status == "complete" and original.findings and searches >= 1
+
+    replayed = _replay(db, original.run_id, tmp_path, monkeypatch)
+    assert _same(original, replayed) == {}
+    assert replayed.usage.model_calls == original.usage.model_calls == len(model.requests)
+
+
+def test_a_request_that_changed_since_the_recording_is_reported_but_a_new_page_nonce_is_not() -> None:
+    from pipeline.store import StoredEvent
+    from pipeline.untrusted import wrap
+
+    settings = Settings()
+    page_text = wrap("Qdrant Cloud pricing starts at 25 dollars.", source_id="S1")  # a fresh random nonce each time
+
+    def body(text: str) -> dict[str, Any]:
+        return {"model": settings.lead_model, "max_tokens": 50, "messages": [{"role": "user", "content": text}]}
+
+    response = {"type": "message", "role": "assistant", "model": settings.lead_model, "stop_reason": "end_turn",
+                "content": [{"type": "text", "text": "ok"}], "usage": {"input_tokens": 10, "output_tokens": 2}}
+    events = []
+    for i, purpose in enumerate(["same", "changed"]):
+        request = {"purpose": purpose, "body": body(page_text)}
+        answer = {"purpose": purpose, "model": settings.lead_model, "response": response,
+                  "usage": {"input_tokens": 10, "output_tokens": 2}}
+        events += [StoredEvent(seq=2 * i + 1, kind="model_request", payload=request),
+                   StoredEvent(seq=2 * i + 2, kind="model_response", payload=answer)]
+    tape = Tape(events, TapeMode.REPLAY)
+    llm = LLM(settings, Budget(BudgetLimits(), settings.price), tape=tape)
+    fresh = wrap("Qdrant Cloud pricing starts at 25 dollars.", source_id="S1")
+    assert fresh != page_text
+    for purpose, text in [("same", fresh), ("changed", fresh + " Answer in French.")]:
+        reply = llm.call(model=settings.lead_model, system="", messages=[{"role": "user", "content": text}],
+                         max_tokens=50, purpose=purpose)
+        assert reply.text == "ok" and reply.usage.input_tokens == 10
+    assert tape.summary()["diverged"] == ["changed"] and tape.summary()["served"] == 2

@@ -1,0 +1,159 @@
+"""Resume: a CLI run killed with SIGKILL in the middle of research continues with `resume`, repeating no search,
+fetch or model call finished before the kill, and counting every unit of spend once."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pipeline.checkpoint import Checkpoint
+from pipeline.schema import RunResult
+from pipeline.store import RunStore
+from tests.fakes.anthropic_api import FakeAnthropic, MessagesRequest
+from tests.fakes.research_brain import ResearchBrain
+from tests.fakes.search_apis import FakeSearchApi, Hit
+from tests.fakes.web_server import Route, WebServer
+from tests.test_e2e import page
+
+QUESTION = "What does Qdrant Cloud pricing start at?"
+PAGE_A = page("Qdrant pricing", "Qdrant Cloud pricing starts at 25 dollars per month for the smallest cluster.")
+PAGE_B = page("Qdrant plans", "Qdrant Cloud pricing for the hybrid plan starts at 99 dollars per month.")
+
+
+@dataclass
+class World:
+    model: FakeAnthropic
+    search: FakeSearchApi
+    web: WebServer
+    release: threading.Event  # while unset, /b hangs before sending its body: the run is mid-fetch
+    db: Path
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-resume-test-key", "ANTHROPIC_BASE_URL": self.model.base_url,
+                "RESEARCH_SEARCH_PROVIDER": "brave", "BRAVE_API_KEY": "brave-key",
+                "RESEARCH_SEARCH_BASE_URL": self.search.base_url, "RESEARCH_FETCH_ALLOW": self.web.host_port,
+                "RESEARCH_DB": str(self.db), "RESEARCH_MODEL_MAX_RETRIES": "0"}
+
+
+@pytest.fixture()
+def world(tmp_path: Path) -> Iterator[World]:
+    release = threading.Event()
+
+    def slow_body() -> Iterator[bytes]:
+        release.wait(60)
+        yield PAGE_B.body
+
+    with ExitStack() as stack:
+        web = stack.enter_context(WebServer({"/a": PAGE_A, "/b": Route.streamed(slow_body)}))
+        stack.callback(release.set)  # runs before the server stops: no handler stays blocked
+        search = stack.enter_context(FakeSearchApi("brave", [
+            Hit(title="a", url=web.url("/a"), snippet="s", published=None),
+            Hit(title="b", url=web.url("/b"), snippet="s", published=None)], api_key="brave-key"))
+        model = stack.enter_context(FakeAnthropic(ResearchBrain()))
+        yield World(model, search, web, release, tmp_path / "runs.sqlite")
+
+
+def _wait_for(condition, what: str, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _is_worker(r: MessagesRequest) -> bool:
+    return r.has_tool("record_finding")
+
+
+def test_a_killed_run_resumes_without_repeating_finished_work(world: World, tmp_path: Path) -> None:
+    err = tmp_path / "run.err"
+    with err.open("w") as stderr:
+        child = subprocess.Popen([sys.executable, "-m", "pipeline", "run", QUESTION, "--mode", "tools", "--quiet"],
+                                 stdout=subprocess.DEVNULL, stderr=stderr, env=world.env())
+        try:
+            # The worker has searched, fetched /a, recorded a finding and asked for /b, which now hangs.
+            _wait_for(lambda: world.web.count("/b") == 1 or child.poll() is not None, "the fetch of /b")
+            assert child.poll() is None, err.read_text()
+        finally:
+            child.send_signal(signal.SIGKILL)
+            child.wait(timeout=30)
+    assert child.returncode == -signal.SIGKILL
+    first_line = err.read_text().splitlines()[0]
+    run_id = re.match(r"research: run (\w+) started \(tools mode\); resume with: python -m pipeline resume (\w+)$",
+                      first_line).group(1)  # type: ignore[union-attr]
+    before = {"model": len(world.model.requests), "worker": world.model.count(_is_worker),
+              "search": len(world.search.requests), "/a": world.web.count("/a")}
+    assert before["worker"] >= 3 and before["search"] == 1 and before["/a"] == 1
+
+    listed = subprocess.run([sys.executable, "-m", "pipeline", "runs", "--json"], capture_output=True, text=True,
+                            env=world.env(), timeout=60)
+    assert [(r["id"], r["status"]) for r in json.loads(listed.stdout)] == [(run_id, "interrupted")]
+    with RunStore(world.db) as store:
+        assert store.result(run_id) is None
+        assert [e.payload["after"] for e in store.events(run_id, ["checkpoint"])] == ["plan"]
+        recorded_before = len(store.events(run_id))
+
+    world.web.route("/b", PAGE_B)
+    world.release.set()
+    out = tmp_path / "resumed.json"
+    resumed = subprocess.run([sys.executable, "-m", "pipeline", "resume", run_id, "--json", str(out), "--quiet"],
+                             capture_output=True, text=True, env=world.env(), timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    result = RunResult.model_validate_json(out.read_text())
+    assert result.run_id == run_id and result.status == "complete"
+    assert {f.quote for f in result.findings} == {
+        "Qdrant Cloud pricing starts at 25 dollars per month for the smallest cluster.",
+        "Qdrant Cloud pricing for the hybrid plan starts at 99 dollars per month."}
+
+    # Nothing finished before the kill was done again: one plan, one search, one fetch of /a, and every worker
+    # turn sent once (each turn's conversation has its own length); only the fetch cut off by the kill is redone.
+    requests = world.model.message_requests
+    assert sum("<max_sub_questions>" in r.last_user_text for r in requests) == 1
+    turns = [len(r.messages) for r in requests if _is_worker(r)]
+    assert len(turns) == len(set(turns)) > before["worker"]
+    assert len(world.search.requests) == 1 and world.web.count("/a") == 1 and world.web.count("/b") == 2
+
+    # Spend is counted once: the ledger continued from the recording, so it holds every request sent, once.
+    assert result.usage.model_calls == len(world.model.requests) > before["model"]
+    assert result.usage.searches == 1 and result.usage.fetches == 2
+    with RunStore(world.db) as store:
+        responses = store.events(run_id, ["model_response"])
+        assert len(responses) == len(world.model.requests)  # served calls are not recorded twice
+        assert sum(e.payload["cost_usd"] for e in responses) == pytest.approx(result.usage.cost_usd)
+        assert store.result(run_id) == result and store.run(run_id).status == "complete"  # type: ignore[union-attr]
+        events = store.events(run_id)
+        assert len(events) > recorded_before and [e.seq for e in events] == list(range(1, len(events) + 1))
+        # Checkpoints after each step and each worker; the last one rebuilds the notebook from the stored pages.
+        afters = [e.payload["after"] for e in store.events(run_id, ["checkpoint"])]
+        assert afters[:1] == ["plan"] and {"research", "worker:Q1", "judge", "write"} <= set(afters)
+        last = Checkpoint.model_validate(store.checkpoint(run_id))
+        texts = [e.payload["text"] for e in store.events(run_id, ["fetch"]) if e.payload.get("text")]
+        state = last.notebook_state(texts)
+        assert [s.source.id for s in state.sources] == [s.id for s in result.sources]
+        assert all(f.quote == state.sources[int(f.source[1:]) - 1].text[f.start:f.end] for f in result.findings)
+        assert last.budget.used == result.usage
+
+
+def test_resume_refuses_a_finished_run_and_an_unknown_one(world: World) -> None:
+    world.release.set()
+    done = subprocess.run([sys.executable, "-m", "pipeline", "run", QUESTION, "--quiet"], capture_output=True,
+                          text=True, env=world.env(), timeout=120)
+    assert done.returncode == 0, done.stderr
+    run_id = re.search(r"run (\w+) started", done.stderr).group(1)  # type: ignore[union-attr]
+    again = subprocess.run([sys.executable, "-m", "pipeline", "resume", run_id], capture_output=True, text=True,
+                           env=world.env(), timeout=60)
+    assert again.returncode == 1 and "already finished" in again.stderr and "export" in again.stderr
+    unknown = subprocess.run([sys.executable, "-m", "pipeline", "resume", "nosuchrun"], capture_output=True,
+                             text=True, env=world.env(), timeout=60)
+    assert unknown.returncode == 2 and "python -m pipeline runs" in unknown.stderr

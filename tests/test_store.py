@@ -1,0 +1,219 @@
+"""The run store: exact events, concurrent writers losing nothing, no secret in the file, in-place migrations."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pipeline.events import ListSink
+from pipeline.run import build_context, research
+from pipeline.schema import RunOptions, RunResult
+from pipeline.store import SCHEMA_VERSION, RunStore, StoreError
+from pipeline.web.search import make_provider
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.research_brain import ResearchBrain
+from tests.fakes.search_apis import FakeSearchApi, Hit
+from tests.fakes.web_server import WebServer
+from tests.test_e2e import page
+from tests.test_replay import Fakes
+
+QUESTION = "What does Qdrant Cloud pricing start at?"
+
+
+@pytest.fixture()
+def fakes() -> Iterator[Fakes]:
+    f = Fakes()
+    yield f
+    f.close()
+
+
+def test_events_hold_every_request_and_response_exactly(fakes: Fakes, tmp_path: Path) -> None:
+    with RunStore(tmp_path / "r.sqlite") as store:
+        result = fakes.record(store, QUESTION, "tools")
+        events = store.events(result.run_id)
+        row = store.run(result.run_id)
+    assert row is not None and row.status == result.status and row.cost_usd == result.usage.cost_usd
+    assert row.finished is not None and row.options == RunOptions(mode="tools")
+    sent = sorted(json.dumps(r.body, sort_keys=True) for r in fakes.model.requests)
+    answered = sorted(json.dumps(r.response, sort_keys=True) for r in fakes.model.requests)
+    assert sorted(json.dumps(e.payload["body"], sort_keys=True) for e in events if e.kind == "model_request") == sent
+    assert sorted(json.dumps(e.payload["response"], sort_keys=True)
+                  for e in events if e.kind == "model_response") == answered
+    fetched = [e.payload for e in events if e.kind == "fetch" and e.payload["ok"]]
+    assert fetched and all(p["text"] and p["url"].startswith(fakes.web.url("/")) for p in fetched)
+    searches = [e.payload for e in events if e.kind == "search"]
+    assert [len(p["results"]) for p in searches] == [p["count"] for p in searches] and searches[0]["results"]
+    tools = [e.payload for e in events if e.kind == "tool_call"]
+    assert {t["name"] for t in tools} >= {"web_search", "fetch_page", "record_finding"}
+    assert all("outcome" in t for t in tools)
+    assert {e.kind for e in events} >= {"step", "checkpoint", "assigned", "finding"}
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert sum(e.tokens for e in events if e.kind == "model_response") == (
+        result.usage.input_tokens + result.usage.output_tokens)
+
+
+def test_eight_runs_writing_at_once_lose_nothing(fakes: Fakes, tmp_path: Path) -> None:
+    sinks: list[ListSink] = [ListSink() for _ in range(8)]
+    results: list[RunResult | None] = [None] * 8
+    errors: list[BaseException] = []
+    settings = fakes.settings(tmp_path / "r.sqlite")
+    with RunStore(tmp_path / "r.sqlite") as store:
+        def one(i: int) -> None:
+            try:
+                provider = make_provider(settings, sleep=lambda _s: None)
+                results[i] = research(f"{QUESTION} variant {i}", settings, options=RunOptions(mode="tools"),
+                                      events=sinks[i], store=store,
+                                      context=lambda s, o, e, **kw: build_context(s, o, e, provider=provider, **kw))
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not errors
+        for sink, result in zip(sinks, results):
+            assert result is not None and result.status == "complete"
+            stored = store.events(result.run_id)
+            # The same events (threads of one run may reach the two sinks in a different order).
+            assert Counter(e.kind for e in stored) == Counter(e.kind for e in sink.events)
+            assert sorted(json.dumps(e.payload, sort_keys=True) for e in stored) == sorted(
+                json.dumps(e.payload, sort_keys=True) for e in sink.events)
+            assert [e.seq for e in stored] == list(range(1, len(stored) + 1))
+            assert store.result(result.run_id) == result
+        assert len(store.runs()) == 8
+
+
+WRITER = textwrap.dedent("""
+    import os, sys, time
+    from pipeline.schema import RunOptions
+    from pipeline.store import RunStore
+    db, run_id, n, folder = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    store = RunStore(db)
+    rec = store.recorder(run_id)
+    rec.start(question="q " + run_id, options=RunOptions(), models={}, prompt_version="v")
+    open(os.path.join(folder, run_id + ".ready"), "w").close()
+    while not os.path.exists(os.path.join(folder, "go")):  # all eight start writing together
+        time.sleep(0.005)
+    for i in range(n):
+        rec.emit("search", {"query": f"query {i}", "results": [{"title": "t", "url": "https://e.org/" + str(i)}]})
+    store.close()
+""")
+N_EVENTS = 1000
+
+
+def test_eight_processes_writing_at_once_get_no_database_is_locked(tmp_path: Path) -> None:
+    db = tmp_path / "shared.sqlite"
+    RunStore(db).close()
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(db), f"p{i}", str(N_EVENTS), str(tmp_path)],
+                              stderr=subprocess.PIPE, text=True) for i in range(8)]
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("*.ready"))) < 8 and time.monotonic() < deadline and all(
+            p.poll() is None for p in procs):
+        time.sleep(0.01)
+    (tmp_path / "go").touch()
+    failures = [(p.wait(120), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
+    assert all(code == 0 for code, _ in failures), failures
+    assert not any("locked" in err for _, err in failures)
+    with RunStore(db) as store:
+        for i in range(8):
+            events = store.events(f"p{i}")
+            assert [e.seq for e in events] == list(range(1, N_EVENTS + 1))
+            assert [e.payload["query"] for e in events] == [f"query {n}" for n in range(N_EVENTS)]
+        # The writers really overlapped: each one's events span the time the others were writing.
+        times = [[e.at or 0.0 for e in store.events(f"p{i}")] for i in range(8)]
+        spans = [(min(t), max(t)) for t in times]
+        assert max(start for start, _ in spans) < min(end for _, end in spans)
+
+
+API_KEY = "key-7f3a9c1e5b2d4f60"  # not shaped like a known key: only scrubbing by value can catch it
+ACCESS_CODE = "blue-harbour-4711"
+
+
+def test_no_key_or_access_code_reaches_the_database_file(tmp_path: Path) -> None:
+    leaky = page("Leaked config", "Qdrant Cloud pricing starts at 25 dollars per month for the smallest cluster.",
+                 f"The demo server used the key {API_KEY} and the access code {ACCESS_CODE} until March.")
+    db = tmp_path / "secret.sqlite"
+    with WebServer({"/leak": leaky}) as web, \
+            FakeSearchApi("brave", [Hit(title="leak", url=web.url("/leak"), snippet=f"code {ACCESS_CODE}")],
+                          api_key="brave-secret-key-123") as api, \
+            FakeAnthropic(ResearchBrain(), api_key=API_KEY) as model:
+        from pipeline.config import Settings
+
+        settings = Settings(anthropic_api_key=API_KEY, anthropic_base_url=model.base_url, search_provider="brave",
+                            brave_api_key="brave-secret-key-123", search_base_url=api.base_url,
+                            fetch_allow_raw=web.host_port, model_max_retries=0, db_path=str(db))
+        with RunStore(db) as store:
+            # The visitor pasted the access code into the question; the app hands the code to the run as a secret.
+            result = research(f"{QUESTION} {ACCESS_CODE}", settings, options=RunOptions(mode="fixed"), store=store,
+                              secrets=[ACCESS_CODE])
+        assert all(r.api_key == API_KEY for r in model.requests)  # every model request carried the key
+        assert any(API_KEY in r.raw.decode() for r in model.requests)  # and the leaked page reached the model
+    assert result.status == "complete" and ACCESS_CODE in result.question
+    files = [p for p in tmp_path.iterdir() if p.name.startswith("secret.sqlite")]
+    data = b"".join(p.read_bytes() for p in files)
+    assert b"Qdrant Cloud pricing starts at 25 dollars" in data  # the evidence is there...
+    for secret in (API_KEY, ACCESS_CODE, "brave-secret-key-123"):
+        assert secret.encode() not in data  # ...the secrets are not
+    with RunStore(db) as store:
+        assert "[redacted]" in store.runs()[0].question
+
+
+V1_SCHEMA = """
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY, question TEXT NOT NULL, mode TEXT NOT NULL, models TEXT NOT NULL,
+    prompt_version TEXT NOT NULL, started TEXT NOT NULL, finished TEXT, status TEXT NOT NULL,
+    limits TEXT NOT NULL, usage TEXT, cost_usd REAL NOT NULL DEFAULT 0, result TEXT);
+CREATE TABLE events (
+    run_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL,
+    tokens INTEGER NOT NULL DEFAULT 0, ms REAL NOT NULL DEFAULT 0, PRIMARY KEY (run_id, seq));
+PRAGMA user_version = 1;
+"""
+
+
+def test_an_old_database_is_upgraded_in_place_without_losing_runs(tmp_path: Path) -> None:
+    db = tmp_path / "old.sqlite"
+    old = sqlite3.connect(db)
+    old.executescript(V1_SCHEMA)  # a file written by the first release of the store, kept verbatim here
+    finished = RunResult(run_id="old1", question="Old question?", mode="fixed", status="complete")
+    limits = '{"searches":30,"fetches":40,"model_calls":80,"input_tokens":1500000,"output_tokens":150000,' \
+             '"cost_usd":2.0,"reserve":0.3}'
+    old.execute("INSERT INTO runs VALUES ('old1','Old question?','fixed','{\"lead\":\"m\"}','v1',"
+                "'2025-01-01T00:00:00+00:00','2025-01-01T00:01:00+00:00','complete',?,NULL,0.5,?)",
+                (limits, finished.model_dump_json()))
+    old.execute("INSERT INTO runs VALUES ('old2','Crashed?','tools','{}','v1','2025-01-02T00:00:00+00:00',NULL,"
+                "'running',?,NULL,0,NULL)", (limits,))
+    old.executemany("INSERT INTO events VALUES (?,?,?,?,0,0)",
+                    [("old1", i, "step", json.dumps({"name": f"s{i}"})) for i in range(1, 4)])
+    old.commit()
+    old.close()
+
+    with RunStore(db) as store:
+        assert store.schema_version() == SCHEMA_VERSION == 2
+        assert [r.id for r in store.runs()] == ["old2", "old1"]
+        assert store.result("old1") == finished
+        assert [e.payload["name"] for e in store.events("old1")] == ["s1", "s2", "s3"]
+        row = store.run("old2")
+        assert row is not None and row.options is None and row.run_options.mode == "tools"
+        assert row.shown_status == "interrupted"  # its program predates resume, so it is not running now
+        assert [r.status for r in store.runs()] == ["interrupted", "complete"]
+        new = store.recorder("new1")
+        new.start(question="New?", options=RunOptions(), models={}, prompt_version="v2")
+        new.emit("step", {"name": "x"})
+        assert store.events("new1")[0].at is not None
+    with RunStore(db) as store:  # opening again changes nothing
+        assert store.schema_version() == 2 and len(store.runs()) == 3
+
+    sqlite3.connect(db).execute("PRAGMA user_version = 99").connection.commit()
+    with pytest.raises(StoreError, match="newer"):
+        RunStore(db)

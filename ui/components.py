@@ -1,0 +1,115 @@
+"""Shared pieces of the pages: Markdown-safe text for Streamlit widgets, and the report view of one saved run."""
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import streamlit as st
+
+from pipeline.render import notes_html, report_html, report_title
+from pipeline.saved_runs import Timeline, summarise
+from pipeline.schema import RunResult
+
+_MD_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")
+LABEL = ("Machine-assisted report. Every [F#] citation is a verbatim quote that code found in a page this run "
+         "fetched; click a citation to see the quote and open the source at that passage. The quotes are real, "
+         "but whether a sentence reads them fairly was checked by a model, so check the sources before relying on it.")
+
+
+_AUTOLINK = re.compile(r"(\\:)(?=\\/\\/)|(?<=www)(?=\\\.)|(?=\\@)", re.I)
+
+
+def md_text(text: object) -> str:
+    """Untrusted text for Streamlit's Markdown (titles, captions, alerts): one line, every punctuation escaped, so
+    no link, image, HTML, colour directive, emoji code or formula can form. GFM turns bare addresses into links
+    after escapes are resolved, so a zero-width space also breaks every "://", "www." and "@"."""
+    escaped = _MD_PUNCT.sub(r"\\\1", " ".join(str(text).split()))
+    return _AUTOLINK.sub(lambda m: (m.group(1) or "") + "\u200b", escaped)
+
+
+def report_path(run_id: str) -> str:
+    return f"/report?run={run_id}"
+
+
+def share_link(run_id: str) -> str:
+    """The absolute shareable link when the browser told us the app's address, else the path."""
+    base = (st.context.url or "").rstrip("/")
+    base = re.sub(r"/(report|live|about)$", "", base)
+    return f"{base}{report_path(run_id)}"
+
+
+def show_report(rr: RunResult, timeline: Timeline, *, key: str = "report") -> None:
+    """The report of one run, rendered inert, with its checks, evidence, timeline and downloads."""
+    row = summarise(rr, file="", suite="")
+    st.title(md_text(report_title(rr)))
+    st.caption(md_text(f"Run {rr.run_id} · {rr.mode} mode · {rr.status} · {row.models or 'models unknown'}"
+                       + (f" · {row.date} UTC" if row.date else "")))
+    st.info(LABEL, icon=":material/info:")
+    if rr.status == "failed":
+        st.error("This run failed: the report below rests on little or nothing. The problems are listed under it.",
+                 icon=":material/error:")
+    elif rr.problems:
+        n = len(rr.problems)
+        st.warning(f"{n} problem{'s' if n != 1 else ''} remain{'s' if n == 1 else ''} in this report after review: "
+                   "read the flagged sentences with care (listed under the report).", icon=":material/warning:")
+    cols = st.columns(5)
+    cols[0].metric("Findings verified", row.findings, help="Quotes that code located in a fetched page")
+    cols[1].metric("Quotes rejected", row.rejected, help="Proposed quotes that were not in the page")
+    cols[2].metric("Coverage", f"{row.answered} / {row.planned}", help="Sub-questions answered / planned")
+    cols[3].metric("Cost", f"${rr.usage.cost_usd:.4f}")
+    cols[4].metric("Time", f"{row.seconds:.1f} s")
+
+    st.html(report_html(rr, title=False))
+    if notes := notes_html(rr):
+        st.html(notes)
+
+    with st.expander(f"All verified findings ({len(rr.findings)})"):
+        if rr.findings:
+            titles = {s.id: s.title or "Untitled" for s in rr.sources}
+            st.dataframe(pd.DataFrame([{
+                "id": f.id, "sub-question": f.sub_question or "", "claim": f.claim, "quote": f.quote,
+                "source": f"{f.source}: {titles.get(f.source, '')}", "support": f.support,
+                "confidence": f.confidence} for f in rr.findings]), hide_index=True, width="stretch")
+        else:
+            st.write("No finding was verified in this run.")
+    if rr.rejected:
+        with st.expander(f"Rejected quotes ({len(rr.rejected)})"):
+            st.dataframe(pd.DataFrame([{"source": r.source, "quote": r.quote, "reason": r.reason}
+                                       for r in rr.rejected]), hide_index=True, width="stretch")
+    if rr.plan and rr.plan.sub_questions:
+        with st.expander("Plan"):
+            st.dataframe(pd.DataFrame([{
+                "id": sq.id, "sub-question": sq.question, "success criterion": sq.success_criterion,
+                "proxy": sq.proxy or "", "premise check": sq.is_premise_check, "queries": " | ".join(sq.queries)}
+                for sq in rr.plan.sub_questions]), hide_index=True, width="stretch")
+    with st.expander("Timeline: searches, fetches and model calls"):
+        show_timeline(timeline)
+    c1, c2, c3 = st.columns([1, 1, 3])
+    c1.download_button("Report (Markdown)", rr.report.markdown, file_name=f"report-{rr.run_id}.md",
+                       mime="text/markdown", key=f"{key}-md", icon=":material/download:")
+    c2.download_button("Run (JSON)", rr.model_dump_json(indent=2), file_name=f"run-{rr.run_id}.json",
+                       mime="application/json", key=f"{key}-json", icon=":material/download:")
+    c3.text_input("Shareable link", share_link(rr.run_id), key=f"{key}-link", disabled=True)
+
+
+def show_timeline(timeline: Timeline) -> None:
+    """Per-step totals and every call in order; step wall times only when the run kept no call log."""
+    if not timeline.entries:
+        st.write("No timeline was recorded for this run.")
+        return
+    df = pd.DataFrame([e.model_dump() for e in timeline.entries])
+    if timeline.origin == "timings":
+        st.caption("This run was saved without its call log, so only the time of each step is known.")
+        st.dataframe(df.assign(seconds=df.ms / 1000)[["step", "seconds"]], hide_index=True)
+        return
+    per_step = df.groupby("step", sort=False).agg(
+        searches=("kind", lambda k: int((k == "search").sum())), fetches=("kind", lambda k: int((k == "fetch").sum())),
+        model_calls=("kind", lambda k: int((k == "model").sum())), tokens=("tokens", "sum"),
+        cost_usd=("cost_usd", "sum"), seconds=("ms", lambda m: round(m.sum() / 1000, 2))).reset_index()
+    st.dataframe(per_step, hide_index=True, column_config={
+        "model_calls": st.column_config.NumberColumn("model calls"),
+        "cost_usd": st.column_config.NumberColumn("cost", format="$%.4f"),
+        "seconds": st.column_config.NumberColumn("time in calls (s)", format="%.2f")})
+    st.dataframe(df.assign(seconds=(df.ms / 1000).round(2)).drop(columns=["ms"]), hide_index=True, width="stretch",
+                 column_config={"cost_usd": st.column_config.NumberColumn("cost", format="$%.5f"),
+                                "label": st.column_config.TextColumn("what", width="large")})

@@ -1,0 +1,64 @@
+"""The app's own settings from the environment (the research settings stay in pipeline.config.Settings)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from pipeline.config import Settings
+
+if TYPE_CHECKING:
+    from pipeline.live import LiveLimits
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _env(name: str) -> AliasChoices:
+    return AliasChoices(name)
+
+
+class AppConfig(BaseSettings):
+    """Where saved runs live, how the access code is found, and the server-wide limits on live runs."""
+
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+    benchmark_dir: Path = Field(ROOT / "benchmark_runs", validation_alias=_env("RESEARCH_BENCHMARK_DIR"))
+    access_code: SecretStr | None = Field(None, validation_alias=_env("ACCESS_CODE"))
+    access_code_secret: str | None = Field(None, validation_alias=_env("ACCESS_CODE_SECRET"))
+    # A local Secret Manager stand-in (tests, emulators): the client then uses anonymous credentials.
+    secret_manager_url: str | None = Field(None, validation_alias=_env("RESEARCH_SECRET_MANAGER_URL"))
+    secret_ttl: float = Field(300.0, validation_alias=_env("RESEARCH_ACCESS_CODE_TTL"))
+    access_max_attempts: int = Field(5, ge=1, validation_alias=_env("RESEARCH_ACCESS_MAX_ATTEMPTS"))
+    access_global_attempts: int = Field(50, ge=1, validation_alias=_env("RESEARCH_ACCESS_GLOBAL_ATTEMPTS"))
+    access_window_seconds: float = Field(900.0, gt=0, validation_alias=_env("RESEARCH_ACCESS_WINDOW_SECONDS"))
+    trusted_proxies: int = Field(1, ge=0, validation_alias=_env("RESEARCH_TRUSTED_PROXIES"))
+    live_max_concurrent: int = Field(2, ge=0, validation_alias=_env("RESEARCH_LIVE_MAX_CONCURRENT"))
+    live_daily_usd: float = Field(5.0, ge=0, validation_alias=_env("RESEARCH_LIVE_DAILY_USD"))
+    live_max_run_usd: float = Field(2.0, gt=0, validation_alias=_env("RESEARCH_LIVE_MAX_RUN_USD"))
+
+    @property
+    def db_path(self) -> Path:
+        """The run store (RESEARCH_DB)."""
+        return Path(Settings().db_path)
+
+    @property
+    def state_dir(self) -> Path:
+        """The folder of the run store: live runs and the app's limits live beside it."""
+        return self.db_path.parent
+
+    @property
+    def live_dir(self) -> Path:
+        return self.state_dir / "live"
+
+    @property
+    def limits_db(self) -> Path:
+        return self.state_dir / "app.sqlite"
+
+    @property
+    def live_limits(self) -> LiveLimits:
+        from pipeline.live import LiveLimits  # the live-run stack (model client, fetcher) loads only when needed
+
+        return LiveLimits(max_concurrent=self.live_max_concurrent, daily_usd=self.live_daily_usd,
+                          max_run_usd=self.live_max_run_usd)

@@ -1,0 +1,123 @@
+"""Live research (gated): unlock with the access code, ask a question, watch the run, read the report.
+
+The run itself happens in a background thread of the job registry (pipeline/live.py), which never calls st.*; this
+page only reads its progress, polled by a fragment. The unlocked state lives in this session only, never the URL.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from pipeline.access import code_matches, visitor_id
+from pipeline.live import PRESETS, Job, JobRegistry
+from pipeline.saved_runs import load_timeline
+from ui.components import md_text, show_report
+from ui.state import access, config, limiter, registry
+
+UNLOCKED, JOB = "live_unlocked", "live_job"
+MODES = {"fixed": "fixed: code runs the planned searches (cheaper, predictable)",
+         "tools": "tools: a model worker per sub-question searches and reads (more thorough)"}
+
+cfg = config()
+st.title("Live research")
+state = access(cfg)
+if not state.enabled:
+    st.warning(md_text(state.message), icon=":material/lock:")
+    st.stop()
+
+if not st.session_state.get(UNLOCKED):
+    st.write("Live runs cost real money, so they are open only to visitors with the access code. Saved reports "
+             "on the Benchmarks and Report pages are open to everyone.")
+    with st.form("unlock"):
+        code = st.text_input("Access code", type="password", key="access_code", max_chars=200)
+        submitted = st.form_submit_button("Unlock", icon=":material/lock_open:")
+    if submitted:
+        visitor = visitor_id(st.context.headers.to_dict(), st.context.ip_address, cfg.trusted_proxies)
+        verdict = limiter(cfg).attempt(visitor, lambda: code_matches(code or "", state))
+        if verdict.ok:
+            st.session_state[UNLOCKED] = True
+            st.rerun()
+        st.error(md_text(verdict.message), icon=":material/block:")
+    st.stop()
+
+jobs: JobRegistry = registry(cfg)
+limits = jobs.limits
+st.caption(f"Server limits: {jobs.running()} of {limits.max_concurrent} live runs in progress; "
+           f"\\${jobs.ledger.today():.2f} of \\${limits.daily_usd:.2f} spent or reserved today (UTC), shared by all "
+           "visitors.")
+
+
+def progress_view(job: Job) -> None:
+    """Budget use against the limits, findings so far, recent activity, and a cancel button."""
+    p = job.progress()
+    st.markdown(f"**Question:** {md_text(p.question)}  \n**Mode:** {p.mode} · **Step:** {md_text(p.step)} · "
+                f"{p.seconds:.0f} s")
+    lim = p.limits
+    cols = st.columns(4)
+    for col, name, used, cap in ((cols[0], "Searches", p.searches, lim.searches),
+                                 (cols[1], "Fetches", p.fetches, lim.fetches),
+                                 (cols[2], "Model calls", p.model_calls, lim.model_calls)):
+        col.progress(min(1.0, used / cap) if cap else 1.0, text=f"{name}: {used} of {cap}")
+    cols[3].progress(min(1.0, p.cost_usd / lim.cost_usd) if lim.cost_usd else 1.0,
+                     text=f"Cost: \\${p.cost_usd:.4f} of \\${lim.cost_usd:.2f}")
+    m1, m2 = st.columns(2)
+    m1.metric("Findings saved", p.findings)
+    m2.metric("Quotes rejected", p.rejected)
+    if p.recent:
+        st.code("\n".join(p.recent), language=None)
+    if p.cancel_requested:
+        st.info("Cancelling: the run is finishing the call it is in, then it stops and keeps what it gathered.")
+    elif st.button("Cancel run", icon=":material/stop_circle:", key="cancel"):
+        jobs.cancel(job.id)
+        st.rerun(scope="fragment")
+
+
+@st.fragment(run_every=1.0)
+def progress_panel(job_id: str) -> None:
+    job = jobs.get(job_id)
+    if job is None or job.done:
+        st.rerun()  # the whole page then shows the finished run
+    progress_view(job)
+
+
+job = jobs.get(st.session_state.get(JOB))
+if job is not None and not job.done:
+    st.subheader("Running")
+    progress_panel(job.id)
+    st.stop()
+
+if job is not None and job.done:
+    if job.result is None:
+        st.error(md_text(job.error or "The run stopped without a result."), icon=":material/error:")
+    else:
+        rr = job.result
+        n = len(rr.findings)
+        st.success(f"Finished: {rr.status}, {n} finding{'s' if n != 1 else ''}, \\${rr.usage.cost_usd:.4f}.",
+                   icon=":material/check_circle:")
+        st.page_link("ui/pages/report.py", label="Open in the report view (shareable link)",
+                     icon=":material/article:", query_params={"run": rr.run_id})
+        show_report(rr, load_timeline(rr, cfg.live_dir), key="live")
+    if st.button("Ask another question", icon=":material/add:"):
+        st.session_state.pop(JOB, None)
+        st.rerun()
+    st.stop()
+
+if (problem := jobs.check_config()) is not None:
+    st.error(md_text(problem), icon=":material/error:")
+    st.stop()
+
+with st.form("ask"):
+    question = st.text_area("Question", max_chars=500, key="question",
+                            placeholder="e.g. What does Qdrant Cloud pricing start at?")
+    mode = st.radio("Researcher mode", list(MODES), format_func=MODES.__getitem__, key="mode")
+    preset = st.selectbox("Budget", list(PRESETS), index=0, key="preset",
+                          format_func=lambda k: PRESETS[k].label,
+                          help=f"Each run is also capped at ${limits.max_run_usd:.2f} and by what is left of "
+                               "today's limit.")
+    start = st.form_submit_button("Start research", icon=":material/play_arrow:", type="primary")
+if start:
+    code = state.code.decode("utf-8", "surrogatepass") if state.code else ""
+    outcome = jobs.start(question or "", mode, preset, secrets=[code] if code else [])
+    if isinstance(outcome, Job):
+        st.session_state[JOB] = outcome.id
+        st.rerun()
+    st.error(md_text(outcome.message), icon=":material/block:")

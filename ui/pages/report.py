@@ -1,0 +1,31 @@
+"""Report (public): one saved run, opened directly by its shareable link /report?run=<run_id>."""
+from __future__ import annotations
+
+import streamlit as st
+
+from ui.components import md_text, show_report
+from ui.state import config, find_run, library
+
+cfg = config()
+run_id = st.query_params.get("run", "").strip()
+found = find_run(cfg, run_id) if run_id else None
+
+if found is None:
+    st.title("Report")
+    if run_id:
+        st.error(f"No saved run has the id {md_text(run_id[:80])}. Pick one below, or check the link.",
+                 icon=":material/search_off:")
+    rows, _ = library(cfg).refresh()
+    if not rows:
+        st.info("No saved runs yet: see the Benchmarks page for how to produce one.")
+        st.stop()
+    labels = {r.run_id: f"{r.question[:110]} ({r.mode}, {r.date or r.run_id})" for r in rows}
+    choice = st.selectbox("Saved runs", list(labels), index=None, format_func=labels.__getitem__,
+                          placeholder="Choose a run to open")
+    if choice:
+        st.query_params["run"] = choice
+        st.rerun()
+    st.stop()
+
+rr, timeline = found
+show_report(rr, timeline)

@@ -1,0 +1,99 @@
+"""Server-wide objects shared by every session (st.cache_resource): the run library, the job registry, the access
+code source and the attempt limiter. Keyed by their configuration, so a changed setting gets a fresh object."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import streamlit as st
+
+from pipeline.access import AccessState, AttemptLimiter, SecretManagerCode, access_state, make_client
+from pipeline.saved_runs import RUN_ID, RunLibrary, Timeline, load_run_file, load_timeline
+from pipeline.schema import RunResult
+from pipeline.store import RunStore
+
+from .config import AppConfig
+
+if TYPE_CHECKING:
+    from pipeline.live import JobRegistry
+
+
+def config() -> AppConfig:
+    """Read per script run: cheap, and tests can change the environment between runs."""
+    return AppConfig()
+
+
+@st.cache_resource(show_spinner=False)
+def _library(folder: str) -> RunLibrary:
+    return RunLibrary(Path(folder))
+
+
+def library(cfg: AppConfig) -> RunLibrary:
+    return _library(str(cfg.benchmark_dir.resolve()))
+
+
+@st.cache_resource(show_spinner=False)
+def _store(path: str) -> RunStore:
+    return RunStore(Path(path))
+
+
+def store(cfg: AppConfig, *, create: bool = False) -> RunStore | None:
+    """The run store (RESEARCH_DB), one per process; None when it does not exist and `create` is False."""
+    path = cfg.db_path.resolve()
+    return _store(str(path)) if create or path.is_file() else None
+
+
+@st.cache_resource(show_spinner=False)
+def _registry(live_dir: str, limits_db: str, limits_json: str, db_path: str) -> JobRegistry:
+    # Imported here: the public pages never load the live-run stack (model client, fetcher, extraction).
+    from pipeline.live import JobRegistry, LiveLimits, SpendLedger
+
+    return JobRegistry(runs_dir=Path(live_dir), ledger=SpendLedger(Path(limits_db)),
+                       limits=LiveLimits.model_validate_json(limits_json), store=_store(db_path))
+
+
+def registry(cfg: AppConfig) -> JobRegistry:
+    return _registry(str(cfg.live_dir.resolve()), str(cfg.limits_db.resolve()), cfg.live_limits.model_dump_json(),
+                     str(cfg.db_path.resolve()))
+
+
+@st.cache_resource(show_spinner=False)
+def _secret(name: str, endpoint: str | None, ttl: float) -> SecretManagerCode:
+    return SecretManagerCode(name, client_factory=lambda: make_client(endpoint), ttl=ttl)
+
+
+def access(cfg: AppConfig) -> AccessState:
+    """Whether live runs can be unlocked; the Secret Manager value is cached for a few minutes, not re-read per rerun."""
+    secret = _secret(cfg.access_code_secret.strip(), cfg.secret_manager_url, cfg.secret_ttl) \
+        if cfg.access_code_secret and cfg.access_code_secret.strip() else None
+    local = cfg.access_code.get_secret_value() if cfg.access_code else None
+    return access_state(secret=secret, local_code=local)
+
+
+@st.cache_resource(show_spinner=False)
+def _limiter(path: str, per_visitor: int, global_limit: int, window: float) -> AttemptLimiter:
+    return AttemptLimiter(Path(path), per_visitor=per_visitor, global_limit=global_limit, window=window)
+
+
+def limiter(cfg: AppConfig) -> AttemptLimiter:
+    return _limiter(str(cfg.limits_db.resolve()), cfg.access_max_attempts, cfg.access_global_attempts,
+                    cfg.access_window_seconds)
+
+
+def find_run(cfg: AppConfig, run_id: str) -> tuple[RunResult, Timeline] | None:
+    """A saved run by id, from the benchmark folder or the live runs, with its timeline; None if there is none."""
+    if not RUN_ID.match(run_id):
+        return None
+    lib = library(cfg)
+    rr = lib.load(run_id)
+    if rr is not None:
+        path = lib.path_of(run_id)
+        return rr, load_timeline(rr, path.parent if path else None)
+    runs = store(cfg)
+    rr = load_run_file(cfg.live_dir, run_id)
+    if rr is not None:
+        return rr, load_timeline(rr, cfg.live_dir, runs)
+    rr = runs.result(run_id) if runs is not None else None  # e.g. `python -m pipeline run` recorded it
+    if rr is not None:
+        return rr, load_timeline(rr, None, runs)
+    return None
