@@ -23,6 +23,17 @@ class NullSink:
         return None
 
 
+class FanOut:
+    """Sends each event to several sinks (progress display, run store, app)."""
+
+    def __init__(self, *sinks: EventSink):
+        self._sinks = sinks
+
+    def emit(self, kind: str, payload: dict[str, Any], *, tokens: int = 0, ms: float = 0.0) -> None:
+        for sink in self._sinks:
+            sink.emit(kind, payload, tokens=tokens, ms=ms)
+
+
 @dataclass
 class Event:
     kind: str

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from .budget import Budget
 from .config import ConfigError, Settings
 from .context import RunContext
-from .events import EventSink
+from .events import EventSink, FanOut
 from .run import build_context, research
 from .saved_runs import TimelineRecorder, save_run_file
 from .schema import BudgetLimits, Mode, Problem, RunOptions, RunResult
@@ -194,15 +194,6 @@ def _activity(kind: str, p: dict[str, Any], tokens: int) -> str | None:
     return None
 
 
-class _Fan:
-    def __init__(self, *sinks: EventSink):
-        self._sinks = sinks
-
-    def emit(self, kind: str, payload: dict[str, Any], *, tokens: int = 0, ms: float = 0.0) -> None:
-        for s in self._sinks:
-            s.emit(kind, payload, tokens=tokens, ms=ms)
-
-
 @dataclass
 class Job:
     """One live run and its thread; read by the page through `progress()`, never the other way round."""
@@ -332,7 +323,7 @@ class JobRegistry:
         try:
             recording = {"store": self.store, "secrets": secrets} if self.store is not None else {}
             result = self._research(job.question, settings, options=RunOptions(mode=job.mode, limits=job.limits),
-                                    events=_Fan(job.sink, job.timeline), run_id=job.run_id, context=context,
+                                    events=FanOut(job.sink, job.timeline), run_id=job.run_id, context=context,
                                     **recording)
             if job.cancel_requested:
                 result = result.model_copy(update={

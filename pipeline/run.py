@@ -14,7 +14,7 @@ from .budget import Budget
 from .checkpoint import Checkpoints
 from .config import ConfigError, Settings
 from .context import CalculationLog, RunContext
-from .events import EventSink, NullSink
+from .events import EventSink, FanOut, NullSink
 from .llm import LLM
 from .notebook import Notebook
 from .progress import StderrProgress
@@ -35,17 +35,6 @@ from .web.providers.anthropic import AnthropicWebSearch
 from .web.search import SearchProvider, SearchService, make_provider
 
 NOT_RESEARCHED = "Not researched (the plan was capped): "
-
-
-class FanOut:
-    """Sends each event to several sinks (progress display, run store, app)."""
-
-    def __init__(self, *sinks: EventSink):
-        self._sinks = sinks
-
-    def emit(self, kind: str, payload: dict[str, Any], *, tokens: int = 0, ms: float = 0.0) -> None:
-        for sink in self._sinks:
-            sink.emit(kind, payload, tokens=tokens, ms=ms)
 
 
 class FetchTally:
