@@ -172,6 +172,7 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
         problems.append(Problem(kind="internal_error", step="run",
                                 message=f"the run stopped on an internal error ({type(e).__name__}: {e}); "
                                         "what was gathered before it is kept"))
+    timings["total"] = round(time.time() - timings["started_at"], 3)
     result = RunResult(
         run_id=run_id, question=question, mode=options.mode,
         models={"lead": settings.lead_model, "worker": settings.worker_model, "prompts": prompt_version()},

@@ -50,8 +50,13 @@ def summarise(rr: RunResult, *, file: str, suite: str, mtime: float | None = Non
         models=models, date=_run_date(rr, mtime), status=rr.status, findings=len(rr.findings),
         rejected=len(rr.rejected), answered=answered, planned=planned, problems=len(rr.problems),
         cost_usd=round(rr.usage.cost_usd, 6),
-        seconds=round(rr.timings.get("total") or sum(rr.timings.values()), 3), file=file,
+        seconds=round(rr.timings.get("total") or sum(step_times(rr).values()), 3), file=file,
     )
+
+
+def step_times(rr: RunResult) -> dict[str, float]:
+    """Seconds per step; `started_at` (a timestamp) and `total` are not steps."""
+    return {k: v for k, v in rr.timings.items() if k not in ("started_at", "total")}
 
 
 def _run_date(rr: RunResult, mtime: float | None) -> str:
@@ -258,4 +263,4 @@ def load_timeline(rr: RunResult, folder: Path | None = None, store: Any = None) 
             return Timeline(origin="run store", entries=timeline_of_events(
                 (e.kind, e.payload, e.tokens, e.ms) for e in events))
     return Timeline(origin="timings", entries=[TimelineEntry(step=name, kind="step", label=name, ms=secs * 1000)
-                                               for name, secs in rr.timings.items()])
+                                               for name, secs in step_times(rr).items()])

@@ -340,3 +340,14 @@ def test_md_text_leaves_no_markdown_syntax_or_autolink() -> None:
     unescaped = [c for i, c in enumerate(out) if c in "![]()<>:$#@." and (i == 0 or out[i - 1] != "\\")]
     assert unescaped == []
     assert "http\\:\u200b\\/\\/" in out and "www\u200b\\." in out and "me\u200b\\@" in out
+
+
+def test_run_time_and_date_come_from_timings_not_from_the_timestamp() -> None:
+    from pipeline.saved_runs import summarise
+
+    rr = RunResult(run_id="t1", question="q?", mode="fixed", status="complete",
+                   timings={"started_at": 1_764_460_800.0, "plan": 1.0, "research": 2.0, "total": 3.5})
+    row = summarise(rr, file="t1.json", suite="default")
+    assert row.seconds == 3.5 and row.date == "2025-11-30 00:00:00"
+    older = rr.model_copy(update={"timings": {"plan": 1.0, "research": 2.0}})
+    assert summarise(older, file="t1.json", suite="default").seconds == 3.0
