@@ -4,10 +4,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Callable
 
-from .config import Settings
+from .config import ConfigError, Settings
 from .schema import RunResult
 from .store import RUNNING, RunRow, RunStore, StoreError
 
@@ -60,9 +61,15 @@ def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_OK
     print(f"{'ID':<12}  {'DATE':<25}  {'STATUS':<11}  {'MODE':<5}  {'COST':>8}  QUESTION")
     for r in rows:
-        question = r.question if len(r.question) <= 70 else r.question[:69] + "…"
+        question = _printable(r.question)
+        question = question if len(question) <= 70 else question[:69] + "…"
         print(f"{r.id:<12}  {r.date:<25}  {r.status:<11}  {r.mode:<5}  ${r.cost:>7.4f}  {question}")
     return EXIT_OK
+
+
+def _printable(text: str) -> str:
+    """`text` without control and format characters: a question must not send escape sequences to the terminal."""
+    return "".join(c for c in text if unicodedata.category(c) not in ("Cc", "Cf"))
 
 
 def _recorded_models(settings: Settings, row: RunRow) -> Settings:
@@ -73,9 +80,10 @@ def _recorded_models(settings: Settings, row: RunRow) -> Settings:
 
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     from .progress import StderrProgress
-    from .run import new_run_id, print_outcome, research
+    from .run import check_json_path, new_run_id, print_outcome, research
     from .tape import Tape, TapeMode
 
+    check_json_path(args.json)
     with _store(settings) as store:
         row = store.require_run(args.run_id)
         mode = TapeMode.LIVE_MODEL if args.live_model else TapeMode.REPLAY
@@ -110,9 +118,10 @@ def compare_results(a: RunResult, b: RunResult) -> list[str]:
 
 def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
     from .progress import StderrProgress
-    from .run import print_outcome, research
+    from .run import check_json_path, print_outcome, research
     from .tape import Tape, TapeMode
 
+    check_json_path(args.json)
     with _store(settings) as store:
         row = store.require_run(args.run_id)
         if row.status != RUNNING:
@@ -123,10 +132,14 @@ def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
             print(f"research: run {row.id} is still running (process {row.pid} on {row.host}); stop it first, "
                   "or wait for it to finish", file=sys.stderr)
             return EXIT_FAILED
+        tape = Tape.from_store(store, row.id, TapeMode.RESUME)
+        if tape.provider and tape.provider != settings.search_provider:  # recorded searches belong to it
+            raise ConfigError(f"run {row.id} searched with {tape.provider}; resume it with "
+                              f"RESEARCH_SEARCH_PROVIDER={tape.provider} (and that provider's key or URL)")
         settings = _recorded_models(settings, row)
         settings.require_model_access()
         settings.require_search_access()
-        tape = Tape.from_store(store, row.id, TapeMode.RESUME)
+        store.claim(row)
         checkpoint = store.checkpoint(row.id)
         where = f"after {checkpoint['after']}" if checkpoint else "from the start (no step had finished)"
         print(f"research: resuming run {row.id} {where}; recorded calls are reused, not repeated",
@@ -147,8 +160,12 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
               f"python -m pipeline resume {row.id}", file=sys.stderr)
         return EXIT_FAILED
     path = Path(args.path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(result.model_dump_json(indent=2), encoding="utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(result.model_dump_json(indent=2), encoding="utf-8")
+    except OSError as e:
+        print(f"research: cannot write {path} ({e.strerror or e}); choose a writable file path", file=sys.stderr)
+        return EXIT_FAILED
     print(f"research: run {row.id} written to {path}", file=sys.stderr)
     return EXIT_OK
 

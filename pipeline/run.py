@@ -15,7 +15,7 @@ from .checkpoint import Checkpoints
 from .config import ConfigError, Settings
 from .context import CalculationLog, RunContext
 from .events import EventSink, FanOut, NullSink
-from .llm import LLM
+from .llm import LLM, LLMError
 from .notebook import Notebook
 from .progress import StderrProgress
 from .prompts import version as prompt_version
@@ -75,7 +75,8 @@ def build_context(settings: Settings, options: RunOptions, events: EventSink, *,
     llm = LLM(settings, budget, events, tape=tape)
     if provider is None and tape is not None and tape.web_offline:
         name = tape.provider or settings.search_provider
-        provider = AnthropicWebSearch(llm.server_web_search) if name == "anthropic" else RecordedProvider(name)
+        provider = (AnthropicWebSearch(llm.server_web_search, errors=(LLMError,)) if name == "anthropic"
+                    else RecordedProvider(name))
     provider = provider or make_provider(settings, server_web_search=llm.server_web_search)
     # The frozen web: with the corpus provider, pages come only from the saved copies.
     corpus = (Corpus.open(settings.corpus_dir) if settings.search_provider == "corpus"
@@ -99,8 +100,9 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
              tape: Tape | None = None, secrets: Sequence[str] = ()) -> RunResult:
     """Run every step and return the RunResult; faults become problems, a bug becomes status "failed".
 
-    With a `store`, the run and every event are recorded (keys from settings and `secrets`, such as an access
-    code, are scrubbed from everything written), with a checkpoint after each step and each worker. With a
+    With a `store`, the run and every event are recorded (keys from settings and `secrets` are scrubbed from
+    everything written), with a checkpoint after each step and each worker. A cancelled budget (ctx.budget.cancel)
+    ends the run with a "cancelled" problem and status "partial" (or "failed"). With a
     `tape` (pipeline/tape.py) the recorded calls are served instead of repeated: replay, or resume of `run_id`.
     A custom `context` factory is called as context(settings, options, events), plus tape=... when there is one.
     """
@@ -172,6 +174,10 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
         problems.append(Problem(kind="internal_error", step="run",
                                 message=f"the run stopped on an internal error ({type(e).__name__}: {e}); "
                                         "what was gathered before it is kept"))
+    if ctx.budget.cancelled:  # said here, so the recorded result is the one the caller gets
+        problems.append(Problem(kind="cancelled", step="run",
+                                message="the run was cancelled; what was gathered before that is kept"))
+        status = "failed" if status == "failed" else "partial"
     timings["total"] = round(time.time() - timings["started_at"], 3)
     result = RunResult(
         run_id=run_id, question=question, mode=options.mode,
@@ -219,6 +225,7 @@ def run_cli(question: str, *, mode: str, json_path: str | None, quiet: bool, set
     settings.require_search_access()
     if not question.strip():
         raise ConfigError("the question is empty; pass the question to research in quotes")
+    check_json_path(json_path)
     run_id = new_run_id()
     with RunStore(settings.db_path) as store:
         print(f"research: run {run_id} started ({mode} mode); resume with: python -m pipeline resume {run_id}",
@@ -234,15 +241,41 @@ def run_cli(question: str, *, mode: str, json_path: str | None, quiet: bool, set
     return print_outcome(result, json_path)
 
 
+def check_json_path(json_path: str | None) -> None:
+    """ConfigError naming the fix when `json_path` cannot be written: checked before a run is paid for."""
+    if not json_path:
+        return
+    path = Path(json_path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        existed = path.exists()
+        with path.open("a", encoding="utf-8"):
+            pass
+        if not existed:
+            path.unlink()
+    except OSError as e:
+        raise ConfigError(f"cannot write the JSON to {json_path} ({e.strerror or e}); pass --json a writable "
+                          "file path") from None
+
+
 def print_outcome(result: RunResult, json_path: str | None, verb: str = "") -> int:
-    """The report on stdout, problems and a one-line summary on stderr, the JSON to `json_path`; the exit code."""
-    if json_path:
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(result.model_dump_json(indent=2), encoding="utf-8")
-    print(result.report.markdown)
+    """The report on stdout, problems and a one-line summary on stderr, the JSON to `json_path`; the exit code.
+
+    The report is printed first, so a JSON file that cannot be written loses nothing (exit 1, one line on it).
+    """
+    print(result.report.markdown, flush=True)
     for p in result.problems:
         print(f"research: problem ({p.kind}): {p.message}", file=sys.stderr)
+    written = False
+    if json_path:
+        try:
+            Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+            Path(json_path).write_text(result.model_dump_json(indent=2), encoding="utf-8")
+            written = True
+        except OSError as e:
+            print(f"research: cannot write the JSON to {json_path} ({e.strerror or e}); the run is in the run "
+                  f"store: python -m pipeline export {result.run_id} PATH", file=sys.stderr)
     print(f"research: run {result.run_id}{verb} {result.status}; ${result.usage.cost_usd:.4f}, "
           f"{result.usage.model_calls} model calls, {result.usage.searches} searches, "
-          f"{result.usage.fetches} fetches" + (f"; JSON in {json_path}" if json_path else ""), file=sys.stderr)
-    return 1 if result.status == "failed" else 0
+          f"{result.usage.fetches} fetches" + (f"; JSON in {json_path}" if written else ""), file=sys.stderr)
+    return 1 if result.status == "failed" or (json_path and not written) else 0

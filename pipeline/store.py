@@ -14,6 +14,7 @@ import socket
 import sqlite3
 import threading
 import time
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -23,9 +24,12 @@ from pydantic import BaseModel
 from .config import Settings
 from .events import redact
 from .schema import BudgetLimits, RunOptions, RunResult, Usage
+from .tape import without_nonces
 
 BUSY_TIMEOUT_MS = 30_000
 SHORTEST_SECRET = 4  # shorter "secrets" would scrub ordinary words and numbers out of the evidence
+# Derived events, not calls: on resume the replayed part of the run emits them again, exactly as recorded.
+REEMITTED = ("step", "checkpoint", "tool_call", "finding", "rejected")
 RUNNING = "running"
 INTERRUPTED = "interrupted"  # shown, never stored: a running row whose process is gone
 
@@ -156,6 +160,10 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def _fingerprint(kind: str, text: str) -> str:
+    return f"{kind}\n{without_nonces(text)}"
+
+
 class RunStore:
     """Runs and events in one SQLite file; safe to share between threads; several processes may open the file."""
 
@@ -219,6 +227,16 @@ class RunStore:
     def recorder(self, run_id: str, *, secrets: Iterable[str | None] = (), skip_replayed: bool = False) -> RunRecorder:
         """The write handle of one run: an EventSink, plus start and finish of the run row."""
         return RunRecorder(self, run_id, secrets=secrets, skip_replayed=skip_replayed)
+
+    def claim(self, row: RunRow) -> None:
+        """Make this process the owner of the running `row` as it was read (resume); StoreError when another
+        process claimed it since: compare-and-swap, so of two resumes racing for one run only one proceeds."""
+        claimed = self._write("UPDATE runs SET pid = ?, host = ? WHERE id = ? AND status = ? AND pid IS ? "
+                              "AND host IS ?", (os.getpid(), socket.gethostname(), row.id, RUNNING, row.pid,
+                                                row.host)).rowcount
+        if claimed != 1:
+            raise StoreError(f"another process took over run {row.id} first (a second resume?); let it finish "
+                             "(`python -m pipeline runs` shows its status)")
 
     def _next_seq(self, run_id: str) -> int:
         row = self._read("SELECT MAX(seq) FROM events WHERE run_id = ?", (run_id,))
@@ -286,8 +304,9 @@ class RunRecorder:
     """Writes one run: its row at start and finish, and every event in between (an EventSink, thread-safe).
 
     Every string written passes `redact` (secret-named fields, key-shaped strings) and has each of `secrets`
-    (the run's keys and access codes) replaced by "[redacted]"; headers are never part of an event.
-    With `skip_replayed`, events marked {"replayed": true} are not written (resume: the store has them already).
+    (the run's keys) replaced by "[redacted]"; headers are never part of an event.
+    With `skip_replayed` (resume: the store has them already), events marked {"replayed": true} are not written,
+    nor a REEMITTED event equal to one recorded (page nonces aside) that an earlier one has not matched yet.
     """
 
     def __init__(self, store: RunStore, run_id: str, *, secrets: Iterable[str | None] = (),
@@ -295,12 +314,18 @@ class RunRecorder:
         self.store, self.run_id = store, run_id
         self._secrets = tuple(sorted({s for s in secrets if s and len(s) >= SHORTEST_SECRET}, key=len, reverse=True))
         self._skip_replayed = skip_replayed
+        recorded = store.events(run_id, REEMITTED) if skip_replayed else []
+        self._recorded = Counter(_fingerprint(e.kind, _json(e.payload)) for e in recorded)
         self._seq_lock = threading.Lock()
         self._seq: int | None = None
 
     def clean(self, value: Any) -> Any:
         """`value` as it may be written: secrets removed."""
         return redact(value, self._secrets)
+
+    def _text(self, model: BaseModel) -> str:
+        # Scrubbed before serialising: in JSON text a secret holding " or \ is escaped, and would not be found.
+        return _json(self.clean(model.model_dump(mode="json")))
 
     def start(self, *, question: str, options: RunOptions, models: dict[str, str], prompt_version: str,
               replay_of: str | None = None) -> None:
@@ -310,7 +335,7 @@ class RunRecorder:
                 """INSERT INTO runs (id, question, mode, models, prompt_version, started, status, limits, options,
                    replay_of, pid, host, usage, cost_usd) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,0)""",
                 (self.run_id, self.clean(question), options.mode, _json(models), prompt_version, _now(), RUNNING,
-                 options.limits.model_dump_json(), self.clean(options.model_dump_json()), replay_of, os.getpid(),
+                 options.limits.model_dump_json(), self._text(options), replay_of, os.getpid(),
                  socket.gethostname(), Usage().model_dump_json()))
         except sqlite3.IntegrityError:
             raise StoreError(f"run {self.run_id!r} already exists in {self.store.path}") from None
@@ -324,13 +349,17 @@ class RunRecorder:
         """Store the RunResult, its status, usage and cost."""
         self.store._write("UPDATE runs SET finished = ?, status = ?, usage = ?, cost_usd = ?, result = ? WHERE id = ?",
                           (_now(), result.status, result.usage.model_dump_json(), result.usage.cost_usd,
-                           self.clean(result.model_dump_json()), self.run_id))
+                           self._text(result), self.run_id))
 
     def emit(self, kind: str, payload: dict[str, Any], *, tokens: int = 0, ms: float = 0.0) -> None:
         if self._skip_replayed and payload.get("replayed"):
             return
         text = _json(self.clean(payload))  # serialised outside the lock: threads contend only for the insert
+        key = _fingerprint(kind, text) if self._recorded and kind in REEMITTED else None
         with self._seq_lock:
+            if key is not None and self._recorded[key] > 0:
+                self._recorded[key] -= 1
+                return
             if self._seq is None:
                 self._seq = self.store._next_seq(self.run_id)
             seq, self._seq = self._seq, self._seq + 1

@@ -9,10 +9,10 @@ Replay and resume are one mechanism: the orchestrator runs again, and every exte
 Keys: a model call by (purpose, n-th call with that purpose) - each purpose is one sequential stream (planner:0,
 worker:Q1, analyst:Q1:S2, support_judge:F3, writer, ...), so the key does not depend on thread timing or on
 request bytes (page wrappers carry a random nonce); a search by (query, n, recency_days, n-th); a fetch by
-normalised URL (n-th). A served outcome is charged to the budget exactly as recorded, so the ledger ends where
-the original ended, and on resume continues from where it stopped. Source, finding and calculation ids are
-preset from the recording, so parallel workers reproduce the original numbering (the recorded model replies
-refer to those ids).
+normalised URL (n-th; a page reached by redirect also by its final URL). A served outcome is charged to the
+budget exactly as recorded, so the ledger ends where the original ended, and on resume continues from where it
+stopped. Source, finding and calculation ids are preset from the recording, so parallel workers reproduce the
+original numbering (the recorded model replies refer to those ids).
 """
 from __future__ import annotations
 
@@ -85,7 +85,12 @@ def request_digest(body: dict[str, Any]) -> str:
     # Redacted like the recorded copy, so a key-shaped string in a page does not count as a change.
     text = json.dumps(redact({k: v for k, v in body.items() if k != "max_tokens"}), sort_keys=True,
                       ensure_ascii=False)
-    return hashlib.sha256(_NONCE.sub(r"\1-\2", text).encode()).hexdigest()[:16]
+    return hashlib.sha256(without_nonces(text).encode()).hexdigest()[:16]
+
+
+def without_nonces(json_text: str) -> str:
+    """JSON text with each page wrapper's random nonce blanked, so two sendings of one page compare equal."""
+    return _NONCE.sub(r"\1-\2", json_text)
 
 
 def search_key(query: str, n: int, recency_days: int | None) -> str:
@@ -132,6 +137,8 @@ class Tape:
         self._models: dict[str, list[ModelCall]] = defaultdict(list)
         self._searches: dict[str, list[SearchCall]] = defaultdict(list)
         self._fetches: dict[str, list[FetchCall]] = defaultdict(list)
+        self._redirected: dict[str, list[FetchCall]] = defaultdict(list)  # successes by their final URL
+        self._served_fetches: set[int] = set()  # ids of FetchCalls served, so one reached twice is charged once
         self._taken: dict[tuple[str, str], int] = defaultdict(int)
         self.ids = PresetIds()
         self.calculation_ids: dict[tuple[str, str | None], str] = {}
@@ -191,7 +198,10 @@ class Tape:
             elif e.kind == "fetch" and not p.get("cached"):
                 result = FetchResult.model_validate({k: v for k, v in p.items() if k in _FETCH_FIELDS})
                 charged = bool(p.get("charged", result.error_kind not in ("budget", "blocked")))
-                self._fetches[url_key(result.url)].append(FetchCall(result, charged))
+                call = FetchCall(result, charged)
+                self._fetches[url_key(result.url)].append(call)
+                if result.ok and result.final_url and url_key(result.final_url) != url_key(result.url):
+                    self._redirected[url_key(result.final_url)].append(call)
             elif e.kind == "assigned":
                 self._preset(p)
 
@@ -235,8 +245,26 @@ class Tape:
         return self._next(self._searches, "search", search_key(query, n, recency_days))
 
     def fetch(self, url: str) -> FetchCall | None:
-        """The recorded outcome of fetching this URL (not a cache hit: those are the Fetcher's own), or None."""
-        return self._next(self._fetches, "fetch", url_key(url))
+        """The recorded outcome of fetching this URL (not a cache hit: those are the Fetcher's own), or None.
+
+        A URL the recording reached only by redirect is served that page: the original run's Fetcher answered it
+        from its cache by final URL, which depends on which thread came first. A page served twice (by its URL
+        and by its final URL) is charged once, as in the original run.
+        """
+        key = url_key(url)
+        with self._lock:
+            n = self._taken[("fetch", key)]
+            self._taken[("fetch", key)] = n + 1
+            calls = self._fetches.get(key) or []
+            call = calls[n] if n < len(calls) else next(iter(self._redirected.get(key) or []), None)
+            if call is None:
+                self.missed.append(f"fetch {key}")
+                return None
+            self.served += 1
+            if id(call) in self._served_fetches:
+                return FetchCall(call.result, charged=False)
+            self._served_fetches.add(id(call))
+            return call
 
     def summary(self) -> dict[str, Any]:
         """Counts for the record and the CLI: served, missed and diverged requests."""

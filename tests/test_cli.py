@@ -1,11 +1,18 @@
 """The CLI contract: help, usage errors and configuration errors give the documented exit codes and one clear line."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from pipeline.__main__ import main
+from pipeline.run import print_outcome
+from pipeline.schema import Report, RunOptions, RunResult
+from pipeline.store import RunStore
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -43,3 +50,71 @@ def test_console_script_is_declared() -> None:
 
     data = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     assert data["project"]["scripts"]["research"] == "pipeline.__main__:main"
+
+
+def _finished_run(db: Path) -> RunResult:
+    result = RunResult(run_id="done1", question="What does Qdrant cost?", mode="fixed", status="complete",
+                       report=Report(markdown="# Qdrant\n\nIt starts at 25 dollars."))
+    with RunStore(db) as store:
+        recorder = store.recorder(result.run_id)
+        recorder.start(question=result.question, options=RunOptions(), models={}, prompt_version="v")
+        recorder.finish(result)
+    return result
+
+
+@pytest.mark.parametrize("where", ["a directory", "under a file"])
+def test_export_to_a_path_that_cannot_be_written_is_one_line_and_exit_1(
+        where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _finished_run(tmp_path / "runs.sqlite")
+    (tmp_path / "file").write_text("x")
+    target = tmp_path if where == "a directory" else tmp_path / "file" / "run.json"
+    monkeypatch.setenv("RESEARCH_DB", str(tmp_path / "runs.sqlite"))
+    assert main(["export", "done1", str(target)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"research: cannot write {target}")
+
+
+def test_replay_refuses_an_unwritable_json_path_before_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "runs.sqlite"
+    _finished_run(db)
+    monkeypatch.setenv("RESEARCH_DB", str(db))
+    assert main(["replay", "done1", "--json", str(tmp_path), "--quiet"]) == 2
+    assert "--json" in capsys.readouterr().err
+    with RunStore(db) as store:
+        assert [r.id for r in store.runs()] == ["done1"]  # nothing was run
+
+
+def test_run_refuses_an_unwritable_json_path_before_running(tmp_path: Path) -> None:
+    db = tmp_path / "runs.sqlite"
+    proc = cli("run", "What does Qdrant cost?", "--json", str(tmp_path), "--quiet",
+               env={"ANTHROPIC_API_KEY": "sk-ant-cli-test-key", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+                    "RESEARCH_SEARCH_PROVIDER": "brave", "BRAVE_API_KEY": "brave-key", "RESEARCH_DB": str(db)})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "--json" in proc.stderr
+    assert not db.exists()  # no run was started
+
+
+def test_the_report_is_printed_even_when_its_json_cannot_be_written(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    result = _finished_run(tmp_path / "runs.sqlite")
+    assert print_outcome(result, str(tmp_path)) == 1
+    out, err = capsys.readouterr()
+    assert out.strip() == result.report.markdown.strip()
+    assert f"research: cannot write the JSON to {tmp_path}" in err and "python -m pipeline export done1" in err
+    assert "JSON in" not in err and "Traceback" not in err
+
+
+def test_runs_prints_questions_without_terminal_control_characters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "runs.sqlite"
+    hostile = "Why\x1b]0;owned\x07 is\x1b[2J the sky \u202eblue\x9b31m?"
+    with RunStore(db) as store:
+        store.recorder("ctl1").start(question=hostile, options=RunOptions(), models={}, prompt_version="v")
+    monkeypatch.setenv("RESEARCH_DB", str(db))
+    assert main(["runs"]) == 0
+    out = capsys.readouterr().out
+    assert "Why]0;owned is[2J the sky blue31m?" in out
+    assert not any(c in out for c in "\x1b\x07\x9b\u202e")
+    assert main(["runs", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["question"] == hostile  # the data itself is kept exact

@@ -155,6 +155,41 @@ def test_a_call_the_recording_lacks_fails_without_any_network(tmp_path: Path) ->
     assert budget.used().fetches == 0 and budget.used().searches == 0 and budget.used().model_calls == 0
 
 
+def test_an_anthropic_search_the_recording_lacks_is_a_message_not_a_crash() -> None:
+    from pipeline.store import StoredEvent
+
+    recorded = StoredEvent(seq=1, kind="search", payload={"query": "recorded query", "provider": "anthropic",
+                                                          "n": 10, "results": []})
+    tape = Tape([recorded], TapeMode.REPLAY, run_id="r1")
+    sink = ListSink()
+    ctx = build_context(Settings(search_provider="brave"), RunOptions(), sink, tape=tape)
+    assert ctx.search.search("another query").results == []  # the server-side search is a model call: not recorded
+    (event,) = sink.of("search")
+    assert event.payload["provider"] == "anthropic" and event.payload["message"].startswith("SEARCH_FAILED")
+    assert sink.of("model_request") == []
+
+
+@pytest.mark.parametrize("first", ["https://x.example/a", "http://x.example/a"])
+def test_a_page_reached_by_redirect_is_served_by_its_final_url_too_and_charged_once(first: str) -> None:
+    """The original run fetched http://x.example/a (redirected to https); a worker asking for the https URL was
+    answered from the Fetcher's cache. In a replay that worker may come first."""
+    from pipeline.schema import FetchResult
+    from pipeline.store import StoredEvent
+
+    page_ = FetchResult(ok=True, url="http://x.example/a", final_url="https://x.example/a", status=200,
+                        content_type="text/html", title="A", text="Qdrant Cloud pricing starts at 25 dollars.")
+    recorded = [StoredEvent(seq=1, kind="fetch", payload={**page_.model_dump(), "cached": False, "charged": True})]
+    assert Tape(recorded, TapeMode.REPLAY).fetch("https://x.example/a") is not None
+    settings = Settings(fetch_allow_raw="127.0.0.1:9", fetch_ports_raw="9")
+    budget = Budget(BudgetLimits(), settings.price)
+    fetcher = Fetcher(settings, budget=budget, events=ListSink(), tape=Tape(recorded, TapeMode.REPLAY))
+    second = "http://x.example/a" if first.startswith("https") else "https://x.example/a"
+    for url in (first, second):
+        got = fetcher.fetch(url)
+        assert got.ok and got.url == url and got.text == page_.text
+    assert budget.used().fetches == 1
+
+
 def test_served_outcomes_are_charged_as_recorded(fakes: Fakes, tmp_path: Path) -> None:
     db = tmp_path / "runs.sqlite"
     with RunStore(db) as store:

@@ -6,10 +6,12 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -17,9 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.__main__ import main
 from pipeline.checkpoint import Checkpoint
-from pipeline.schema import RunResult
-from pipeline.store import RunStore
+from pipeline.schema import RunOptions, RunResult
+from pipeline.store import REEMITTED, RunStore, StoreError
+from pipeline.tape import without_nonces
 from tests.fakes.anthropic_api import FakeAnthropic, MessagesRequest
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
@@ -137,6 +141,10 @@ def test_a_killed_run_resumes_without_repeating_finished_work(world: World, tmp_
         # Checkpoints after each step and each worker; the last one rebuilds the notebook from the stored pages.
         afters = [e.payload["after"] for e in store.events(run_id, ["checkpoint"])]
         assert afters[:1] == ["plan"] and {"research", "worker:Q1", "judge", "write"} <= set(afters)
+        # What the resumed run did again on its way to the cut (steps, tool calls, findings) is not recorded twice.
+        derived = Counter(e.kind + without_nonces(json.dumps(e.payload)) for e in store.events(run_id, REEMITTED))
+        assert derived and max(derived.values()) == 1
+        assert [e.payload["id"] for e in store.events(run_id, ["finding"])] == ["F1", "F2"]
         last = Checkpoint.model_validate(store.checkpoint(run_id))
         texts = [e.payload["text"] for e in store.events(run_id, ["fetch"]) if e.payload.get("text")]
         state = last.notebook_state(texts)
@@ -157,3 +165,43 @@ def test_resume_refuses_a_finished_run_and_an_unknown_one(world: World) -> None:
     unknown = subprocess.run([sys.executable, "-m", "pipeline", "resume", "nosuchrun"], capture_output=True,
                              text=True, env=world.env(), timeout=60)
     assert unknown.returncode == 2 and "python -m pipeline runs" in unknown.stderr
+
+
+def _interrupted_run(db: Path, provider: str) -> None:
+    """A run whose process is gone, after one search through `provider`."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    with RunStore(db) as store:
+        recorder = store.recorder("r1")
+        recorder.start(question=QUESTION, options=RunOptions(), models={}, prompt_version="v")
+        recorder.emit("search", {"query": "qdrant pricing", "provider": provider, "n": 10, "results": []})
+    with sqlite3.connect(db) as db_:
+        db_.execute("UPDATE runs SET pid = ? WHERE id = 'r1'", (int(dead.stdout),))
+
+
+def test_resume_refuses_a_search_provider_other_than_the_recorded_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "runs.sqlite"
+    _interrupted_run(db, "brave")
+    for name, value in {"RESEARCH_DB": str(db), "ANTHROPIC_API_KEY": "sk-ant-resume-test-key",
+                        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "RESEARCH_SEARCH_PROVIDER": "tavily",
+                        "TAVILY_API_KEY": "tvly-resume-test-key", "RESEARCH_SEARCH_BASE_URL": "http://127.0.0.1:9"
+                        }.items():
+        monkeypatch.setenv(name, value)
+    assert main(["resume", "r1", "--quiet"]) == 2
+    assert "RESEARCH_SEARCH_PROVIDER=brave" in capsys.readouterr().err
+    with RunStore(db) as store:
+        assert store.run("r1").shown_status == "interrupted"  # type: ignore[union-attr]  # not taken over
+
+
+def test_of_two_resumes_racing_for_one_run_only_one_claims_it(tmp_path: Path) -> None:
+    db = tmp_path / "runs.sqlite"
+    _interrupted_run(db, "brave")
+    with RunStore(db) as first, RunStore(db) as second:
+        # Both have read the row and found its process gone; then both try to take it over.
+        seen_first, seen_second = first.require_run("r1"), second.require_run("r1")
+        assert seen_first.shown_status == seen_second.shown_status == "interrupted"
+        first.claim(seen_first)
+        with pytest.raises(StoreError, match="another process took over run r1"):
+            second.claim(seen_second)
+        assert second.require_run("r1").pid == os.getpid() and second.require_run("r1").shown_status == "running"

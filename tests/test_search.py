@@ -15,11 +15,13 @@ import pytest
 from pipeline.budget import Budget, Phase
 from pipeline.config import ConfigError, Settings
 from pipeline.events import ListSink
+from pipeline.llm import LLM
 from pipeline.schema import BudgetLimits, SearchResult
 from pipeline.web.search import (
     AnthropicWebSearch, BraveSearch, SearchFailed, SearchService, SearxngSearch, TavilySearch, make_provider,
     parse_web_search_blocks, search_command_results,
 )
+from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.search_apis import Canned, FakeSearchApi, Hit, Kind
 
 KEY = "test-key-5f3a9c81d2"
@@ -376,3 +378,19 @@ def test_service_drops_duplicate_urls(http: httpx.Client) -> None:
     with FakeSearchApi("searxng", twins) as api:
         outcome = _service(api, http, None, ListSink()).search("a")
     assert [r.title for r in outcome.results] == ["A", "B"]
+
+
+def test_service_turns_a_failed_anthropic_search_into_a_message() -> None:
+    """The run's own server-side search raises LLMError on a remote fault; the model gets a message instead."""
+    events = ListSink()
+    with FakeAnthropic() as model:
+        model.fault(status=500, times=None)
+        settings = Settings(search_provider="anthropic", anthropic_api_key="sk-ant-search-test-key",
+                            anthropic_base_url=model.base_url, model_max_retries=0)
+        budget = Budget(BudgetLimits(), settings.price)
+        llm = LLM(settings, budget, events)
+        service = SearchService(make_provider(settings, server_web_search=llm.server_web_search), budget, events)
+        outcome = service.search("europa plumes")
+        assert len(model.requests) == 1
+    assert outcome.results == [] and outcome.message and outcome.message.startswith("SEARCH_FAILED")
+    assert events.of("search")[-1].payload["message"] == outcome.message

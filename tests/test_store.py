@@ -11,12 +11,15 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from pipeline.events import ListSink
+from pipeline.config import Settings
+from pipeline.context import RunContext
+from pipeline.events import EventSink, ListSink
 from pipeline.run import build_context, research
-from pipeline.schema import RunOptions, RunResult
+from pipeline.schema import Report, RunOptions, RunResult
 from pipeline.store import SCHEMA_VERSION, RunStore, StoreError
 from pipeline.web.search import make_provider
 from tests.fakes.anthropic_api import FakeAnthropic
@@ -136,6 +139,28 @@ def test_eight_processes_writing_at_once_get_no_database_is_locked(tmp_path: Pat
         assert max(start for start, _ in spans) < min(end for _, end in spans)
 
 
+def test_a_cancelled_run_is_stored_as_cancelled(fakes: Fakes, tmp_path: Path) -> None:
+    settings = fakes.settings(tmp_path / "r.sqlite")
+    provider = make_provider(settings, sleep=lambda _s: None)
+    contexts: list[RunContext] = []
+
+    def context(s: Settings, o: RunOptions, e: EventSink, **kw: Any) -> RunContext:
+        contexts.append(build_context(s, o, e, provider=provider, **kw))
+        return contexts[-1]
+
+    class CancelAtFirstFetch:  # the visitor presses cancel while the pages are being read
+        def emit(self, kind: str, payload: dict[str, Any], *, tokens: int = 0, ms: float = 0.0) -> None:
+            if kind == "fetch":
+                contexts[0].budget.cancel()
+
+    with RunStore(tmp_path / "r.sqlite") as store:
+        result = research(QUESTION, settings, options=RunOptions(mode="fixed"), events=CancelAtFirstFetch(),
+                          store=store, context=context)
+        stored, row = store.result(result.run_id), store.run(result.run_id)
+    assert [p.kind for p in result.problems].count("cancelled") == 1 and result.status == "partial"
+    assert stored == result and row is not None and row.status == "partial"
+
+
 API_KEY = "key-7f3a9c1e5b2d4f60"  # not shaped like a known key: only scrubbing by value can catch it
 ACCESS_CODE = "blue-harbour-4711"
 
@@ -167,6 +192,23 @@ def test_no_key_or_access_code_reaches_the_database_file(tmp_path: Path) -> None
         assert secret.encode() not in data  # ...the secrets are not
     with RunStore(db) as store:
         assert "[redacted]" in store.runs()[0].question
+
+
+def test_a_secret_that_json_escapes_is_scrubbed_from_the_stored_result(tmp_path: Path) -> None:
+    secret = 'say "open" \\ 4711'  # serialised, its quotes and backslash are escaped: only the data holds it as is
+    db = tmp_path / "escape.sqlite"
+    with RunStore(db) as store:
+        recorder = store.recorder("r1", secrets=[secret])
+        recorder.start(question=f"Why {secret}?", options=RunOptions(), models={}, prompt_version="v")
+        recorder.emit("step", {"name": "plan", "note": secret})
+        recorder.finish(RunResult(run_id="r1", question=f"Why {secret}?", mode="fixed", status="complete",
+                                  report=Report(markdown=f"The code was {secret}.")))
+        stored = store.result("r1")
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("escape.sqlite"))
+    for form in (secret, json.dumps(secret)[1:-1]):
+        assert form.encode() not in data
+    assert stored is not None and stored.question == "Why [redacted]?"
+    assert stored.report.markdown == "The code was [redacted]."
 
 
 V1_SCHEMA = """

@@ -57,7 +57,9 @@ def make_provider(settings: Settings, *, http: httpx.Client | None = None, sleep
         return CorpusSearch(Corpus.open(settings.corpus_dir))
     if name == "anthropic":
         if server_web_search is not None:
-            return AnthropicWebSearch(server_web_search)
+            from ..llm import LLMError  # here, not at the top: only this provider needs the SDK loaded
+
+            return AnthropicWebSearch(server_web_search, errors=(LLMError,))
         return _anthropic_provider(settings)
     client = http or default_http_client()
     if name == "brave":
