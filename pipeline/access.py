@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import logging
 import re
 import sqlite3
@@ -18,6 +19,12 @@ log = logging.getLogger(__name__)
 SECRET_VERSION = re.compile(r"^projects/[^/\s]+/secrets/[^/\s]+/versions/[^/\s]+$")
 OFF_UNSET = ("Live runs are off on this server: no access code is configured. The operator can set "
              "ACCESS_CODE_SECRET (a Secret Manager secret version) or ACCESS_CODE to turn them on.")
+MIN_CODE_CHARS = 12  # a shorter code is easy to guess, and to type into a question by accident
+
+
+def _too_short(where: str) -> str:
+    return (f"Live runs are off on this server: the access code in {where} is shorter than {MIN_CODE_CHARS} "
+            f"characters. The operator should set a code of at least {MIN_CODE_CHARS} characters.")
 
 
 def _crc32c_table() -> list[int]:
@@ -130,7 +137,11 @@ class SecretManagerCode:
                 if self._client is None:
                     self._client = self._client_factory()
                 code = read_secret(self.name, client=self._client, timeout=self._timeout)
-                self._state = AccessState(True, "Enter the access code to run live research.", _bytes(code))
+                if len(code) < MIN_CODE_CHARS:
+                    log.warning("access code: the value of %s is too short; live runs are off", self.name)
+                    self._state = AccessState(False, _too_short("Secret Manager (ACCESS_CODE_SECRET)"))
+                else:
+                    self._state = AccessState(True, "Enter the access code to run live research.", _bytes(code))
                 self._expires = now + self._ttl
             except SecretError as e:
                 log.warning("access code: Secret Manager read of %s failed: %s", self.name, e)
@@ -142,10 +153,13 @@ class SecretManagerCode:
 
 
 def access_state(*, secret: SecretManagerCode | None, local_code: str | None) -> AccessState:
-    """Secret Manager when configured (no fallback if it fails), else ACCESS_CODE, else live runs are off."""
+    """Secret Manager when configured (no fallback if it fails), else ACCESS_CODE, else live runs are off; a code
+    shorter than MIN_CODE_CHARS is a misconfiguration and leaves them off too."""
     if secret is not None:
         return secret.state()
     if local_code and local_code.strip():
+        if len(local_code.strip()) < MIN_CODE_CHARS:
+            return AccessState(False, _too_short("ACCESS_CODE"))
         return AccessState(True, "Enter the access code to run live research.", _bytes(local_code.strip()))
     return AccessState(False, OFF_UNSET)
 
@@ -162,9 +176,19 @@ def code_matches(given: str, state: AccessState) -> bool:
     return hmac.compare_digest(_bytes(given.strip()), state.code)
 
 
-def visitor_id(headers: Mapping[str, str] | None, ip: str | None, trusted_proxies: int = 1) -> str:
+def reveals_code(text: str, state: AccessState) -> bool:
+    """Whether `text` contains the access code (any case or spacing): such a question must not be run, since
+    questions are stored and shown with their report."""
+    if not state.code:
+        return False
+    code = " ".join(state.code.decode("utf-8", "surrogatepass").split()).casefold()
+    return bool(code) and code in " ".join(text.split()).casefold()
+
+
+def visitor_id(headers: Mapping[str, str] | None, ip: str | None, trusted_proxies: int = 0) -> str:
     """A stable, hashed id of the visitor's address: the client entry of X-Forwarded-For that the `trusted_proxies`
-    in front of the app appended (Cloud Run appends one), else the socket's peer address."""
+    in front of the app appended (Cloud Run appends one), else the socket's peer address. An IPv6 address counts
+    by its /64, the block one client holds."""
     forwarded = ""
     for k, v in (headers or {}).items():
         if k.lower() == "x-forwarded-for":
@@ -172,7 +196,20 @@ def visitor_id(headers: Mapping[str, str] | None, ip: str | None, trusted_proxie
     hops = [h.strip() for h in forwarded.split(",") if h.strip()]
     peer = ip if isinstance(ip, str) and ip else "unknown"
     addr = hops[-trusted_proxies] if trusted_proxies > 0 and len(hops) >= trusted_proxies else peer
-    return hashlib.sha256(addr.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return hashlib.sha256(_client_block(addr).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _client_block(addr: str) -> str:
+    """An IPv4 address as it is, an IPv6 one as its /64 network; anything unparsable unchanged."""
+    try:
+        ip = ipaddress.ip_address(addr.strip().strip("[]").split("%", 1)[0])
+    except ValueError:
+        return addr
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
 
 
 @dataclass(frozen=True)

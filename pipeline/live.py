@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Literal
 
 from pydantic import BaseModel
 
@@ -266,9 +266,8 @@ class JobRegistry:
             return f"Live runs cannot start on this server: {e}"
         return None
 
-    def start(self, question: str, mode: Mode, preset: str, *, secrets: Sequence[str] = ()) -> Job | Refused:
-        """A started job, or why not (empty question, missing keys, too many runs, today's spend reached).
-        `secrets` (the access code) are scrubbed from everything the run store records."""
+    def start(self, question: str, mode: Mode, preset: str) -> Job | Refused:
+        """A started job, or why not (empty question, missing keys, too many runs, today's spend reached)."""
         question = " ".join(question.split())
         if not question:
             return Refused("question", "Write a question first.")
@@ -297,8 +296,7 @@ class JobRegistry:
             job = Job(id=uuid.uuid4().hex, run_id=run_id, question=question, mode=mode, limits=limits,
                       started=self._clock())
             self._jobs[job.id] = job
-        job.thread = threading.Thread(target=self._run, args=(job, settings, tuple(secrets)), name=f"live-{run_id}",
-                                      daemon=True)
+        job.thread = threading.Thread(target=self._run, args=(job, settings), name=f"live-{run_id}", daemon=True)
         job.thread.start()
         return job
 
@@ -312,7 +310,7 @@ class JobRegistry:
             job.budget.cancel()
         return True
 
-    def _run(self, job: Job, settings: Settings, secrets: tuple[str, ...]) -> None:
+    def _run(self, job: Job, settings: Settings) -> None:
         def context(s: Settings, o: RunOptions, e: EventSink) -> RunContext:
             ctx = self._context(s, o, e)
             job.budget = ctx.budget
@@ -321,11 +319,12 @@ class JobRegistry:
             return ctx
 
         try:
-            recording = {"store": self.store, "secrets": secrets} if self.store is not None else {}
+            recording = {"store": self.store} if self.store is not None else {}
             result = self._research(job.question, settings, options=RunOptions(mode=job.mode, limits=job.limits),
                                     events=FanOut(job.sink, job.timeline), run_id=job.run_id, context=context,
                                     **recording)
-            if job.cancel_requested:
+            # research() marks a run whose budget it saw cancelled; a cancel after that is marked here, once
+            if job.cancel_requested and not any(p.kind == "cancelled" for p in result.problems):
                 result = result.model_copy(update={
                     "status": "failed" if result.status == "failed" else "partial",
                     "problems": [*result.problems, Problem(kind="cancelled", step="run", message=(

@@ -18,17 +18,24 @@ from .web.urls import normalise_url
 _PUA = 0xE000  # backslash-escaped punctuation is parked here while emphasis is parsed, so "\*" stays literal
 _PUA_RE = re.compile("[\ue000-\ue07f]")
 _ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
-_CODE = re.compile(r"(`+)(.+?)\1", re.S)
+# Whole runs of backticks open and close a code span: a run that could shrink backtracks cubically on a long one.
+_CODE = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
 _TOKENS = re.compile(
-    r"(?P<link>!?\[(?P<text>[^\]\n]*)\]\((?P<href>[^()\s]*(?:\([^()\s]*\)[^()\s]*)*)(?:\s+\"[^\"\n]*\")?\))"
+    r"(?P<link>!?\[(?P<text>[^\[\]\n]*)\]\((?P<href>[^()\s]*(?:\([^()\s]*\)[^()\s]*)*)(?:\s+\"[^\"\n]*\")?\))"
     r"|(?P<cite>\[(?P<ids>[FGC]\d+(?:\s*[,;]\s*[FGC]\d+)*)\])"
     r"|(?P<url>https?://[^\s<>\"'\])]+)",
     re.I,
 )
 _ID = re.compile(r"[FGC]\d+")
-_STRONG = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|(?<![\w_])__(?=\S)(.+?)(?<=\S)__(?![\w_])")
-_EM = re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])|(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?![\w_])")
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+# A span never runs past the next opening delimiter (nor a link text past the next "["): otherwise every unclosed
+# opener scans to the end of the text, and rendering is quadratic in it.
+_STRONG = re.compile(r"\*\*(?=\S)((?:(?!\*\*).)+?)(?<=\S)\*\*|(?<![\w_])__(?=\S)((?:(?!__).)+?)(?<=\S)__(?![\w_])")
+_EM = re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])"
+                 r"|(?<![\w_])_(?=\S)((?:[^_]|(?<=\w)_(?=\w))+?)(?<=\S)_(?![\w_])")
+# The closing #s are cut by _heading_text: a pattern for them backtracks cubically on a long run of spaces.
+_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
+# Bidirectional controls can make escaped text display in another order than it reads (e.g. a reversed address).
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _BULLET = re.compile(r"^(\s*)([-*+]|\d{1,3}[.)])\s+(.*)$")
 _RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")
 _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
@@ -104,7 +111,19 @@ def _fragment_part(text: str) -> str:
 
 
 def _esc(text: str) -> str:
-    return html.escape(text, quote=True)
+    return html.escape(strip_bidi(text), quote=True)
+
+
+def strip_bidi(text: str) -> str:
+    """`text` without Unicode bidirectional controls, so untrusted text shows in the order it is stored."""
+    return _BIDI.sub("", text)
+
+
+def _heading_text(text: str) -> str:
+    """A heading's text without its closing run of #s (which counts only after a space, or as the whole text)."""
+    text = text.rstrip()
+    bare = text.rstrip("#")
+    return bare.rstrip() if not bare or bare[-1].isspace() else text
 
 
 class _Inline:
@@ -140,10 +159,11 @@ class _Inline:
         raw = m.group(0)
         href = _unpark(m.group("href") if m.group("link") else raw)
         src = self.ev.fetched(href) if not raw.startswith("!") else None
-        if src is None:  # images, unfetched addresses, javascript: and friends are shown as the text they are
+        target = safe_href(src.final_url) if src is not None else None  # a fetched url may end elsewhere
+        if target is None:  # images, unfetched addresses, javascript: and friends are shown as the text they are
             return _plain(raw)
         label = _plain(m.group("text")) if m.group("link") else _esc(_unpark(raw))
-        return _link(src.final_url, label or _esc(src.final_url))
+        return _link(target, label or _esc(target))
 
     def cite(self, cid: str) -> str:
         """One citation chip; with cards, focusing it (click or tab) shows what it cites."""
@@ -232,7 +252,7 @@ def markdown_html(markdown: str, evidence: Evidence, *, cards: bool = True) -> s
         if (h := _HEADING.match(stripped)) is not None:
             flush(), close_lists()
             level = min(6, len(h.group(1)) + 1)  # the page has its own h1
-            out.append(f"<h{level}>{inline.render(h.group(2))}</h{level}>")
+            out.append(f"<h{level}>{inline.render(_heading_text(h.group(2)))}</h{level}>")
         elif _RULE.match(stripped):
             flush(), close_lists()
             out.append("<hr>")
@@ -315,7 +335,7 @@ def report_title(rr: RunResult) -> str:
     """The report's title as plain text (its first line when that is a heading), else the question."""
     first = next((ln.strip() for ln in rr.report.markdown.splitlines() if ln.strip()), "")
     m = _HEADING.match(first)
-    title = _ESCAPED.sub(r"\1", m.group(2)) if m else ""
+    title = _ESCAPED.sub(r"\1", _heading_text(m.group(2))) if m else ""
     return " ".join(title.split()) or rr.question
 
 

@@ -16,6 +16,7 @@ from .schema import RunResult
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
 TIMELINE_SUFFIX = ".timeline.json"
+_BAD_ID = "its run id {!r} is not a plain id (letters, digits, '_', '.', '-'), so no link could open it"
 
 
 class RunSummary(BaseModel):
@@ -106,7 +107,9 @@ class RunLibrary:
                 rel = path.relative_to(self.folder)
                 suite = rel.parts[0] if len(rel.parts) > 1 else "default"
                 try:
-                    entry: RunSummary | str = summarise(_read(path), file=str(rel), suite=suite, mtime=sig[0] / 1e9)
+                    rr = _read(path)
+                    entry: RunSummary | str = summarise(rr, file=str(rel), suite=suite, mtime=sig[0] / 1e9) \
+                        if RUN_ID.match(rr.run_id) else _BAD_ID.format(rr.run_id[:80])
                 except (ValidationError, OSError, ValueError) as e:
                     entry = _reason(e)
                 self._seen[path] = (sig, entry)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.access import (OFF_UNSET, AccessState, AttemptLimiter, SecretManagerCode, access_state, code_matches,
-                             crc32c, make_client, visitor_id)
+from pipeline.access import (MIN_CODE_CHARS, OFF_UNSET, AccessState, AttemptLimiter, SecretManagerCode, access_state,
+                             code_matches, crc32c, make_client, reveals_code, visitor_id)
 from tests.fakes.secret_manager import FakeSecretManager
 
 NAME = "projects/demo/secrets/access-code/versions/latest"
@@ -24,7 +24,7 @@ class Clock:
 
 @pytest.fixture()
 def sm() -> Iterator[FakeSecretManager]:
-    with FakeSecretManager({NAME: "sésame-42\n".encode()}) as fake:
+    with FakeSecretManager({NAME: "sésame-ouvre-toi-42\n".encode()}) as fake:
         yield fake
 
 
@@ -42,7 +42,7 @@ def test_secret_is_read_with_the_real_client_verified_and_cached(sm: FakeSecretM
     clock = Clock()
     code = source(sm, clock)
     state = code.state()
-    assert state.enabled and state.code == "sésame-42".encode()  # whitespace of the payload removed
+    assert state.enabled and state.code == "sésame-ouvre-toi-42".encode()  # whitespace of the payload removed
     assert [r.path for r in sm.requests] == [f"/v1/{NAME}:access"] and sm.requests[0].authorization is None
     clock.t += 299
     assert code.state().enabled and len(sm.requests) == 1  # cached: not fetched on every rerun
@@ -62,7 +62,7 @@ def test_secret_failures_leave_live_runs_off_with_a_clear_message(sm: FakeSecret
     state = access_state(secret=source(sm, name=name), local_code="local-code-is-not-a-fallback")
     assert not state.enabled and state.code is None
     assert "Live runs are off" in state.message and expected in state.message
-    assert "sésame" not in state.message and not code_matches("sésame-42", state)
+    assert "sésame" not in state.message and not code_matches("sésame-ouvre-toi-42", state)
     assert not code_matches("local-code-is-not-a-fallback", state)
 
 
@@ -89,18 +89,40 @@ def test_unreachable_secret_manager_fails_closed() -> None:
 def test_local_code_and_nothing_configured() -> None:
     assert access_state(secret=None, local_code=None) == AccessState(False, OFF_UNSET)
     assert not access_state(secret=None, local_code="   ").enabled
-    state = access_state(secret=None, local_code=" open-sesame ")
-    assert state.enabled and code_matches("open-sesame", state) and code_matches(" open-sesame\n", state)
+    state = access_state(secret=None, local_code=" open-sesame-42 ")
+    assert state.enabled and code_matches("open-sesame-42", state) and code_matches(" open-sesame-42\n", state)
 
 
-@pytest.mark.parametrize("given", ["", "open", "open-sesame!", "ÖPEN", "\ud800", "open-sesame\x00", "🔑" * 50])
+@pytest.mark.parametrize("given", ["", "open", "open-sesame-42!", "ÖPEN", "\ud800", "open-sesame-42\x00", "🔑" * 50])
 def test_wrong_codes_including_odd_input_are_refused_without_crashing(given: str) -> None:
-    assert not code_matches(given, access_state(secret=None, local_code="open-sesame"))
+    assert not code_matches(given, access_state(secret=None, local_code="open-sesame-42"))
 
 
 def test_non_ascii_code_matches_exactly() -> None:
-    state = access_state(secret=None, local_code="clé-ünïcødé")
-    assert code_matches("clé-ünïcødé", state) and not code_matches("cle-unicode", state)
+    state = access_state(secret=None, local_code="clé-ünïcødé-42")
+    assert code_matches("clé-ünïcødé-42", state) and not code_matches("cle-unicode-42", state)
+
+
+def test_a_code_shorter_than_the_minimum_is_a_misconfiguration(sm: FakeSecretManager) -> None:
+    short = "x" * (MIN_CODE_CHARS - 1)
+    state = access_state(secret=None, local_code=f" {short} ")
+    assert not state.enabled and state.code is None and not code_matches(short, state)
+    assert "ACCESS_CODE" in state.message and f"{MIN_CODE_CHARS} characters" in state.message
+    assert short not in state.message
+    assert access_state(secret=None, local_code="x" * MIN_CODE_CHARS).enabled
+    sm.secrets[NAME] = b"short-code\n"
+    state = access_state(secret=source(sm), local_code="a-long-enough-local-code")
+    assert not state.enabled and state.code is None and not code_matches("short-code", state)
+    assert "ACCESS_CODE_SECRET" in state.message and "short-code" not in state.message
+
+
+def test_a_text_that_contains_the_code_in_any_case_or_spacing_reveals_it() -> None:
+    state = access_state(secret=None, local_code="Open  Sésame 42")
+    for text in ("my code is open sésame 42, what does Qdrant cost?", "OPEN SÉSAME\n42", "xopen sésame 42x"):
+        assert reveals_code(text, state)
+    for text in ("open sésame 4", "What does Qdrant cost?", ""):
+        assert not reveals_code(text, state)
+    assert not reveals_code("anything", AccessState(False, OFF_UNSET))
 
 
 def limiter(path: Path, clock: Clock, **kw: float) -> AttemptLimiter:
@@ -143,9 +165,23 @@ def test_right_code_is_not_counted(tmp_path: Path) -> None:
 
 
 def test_visitor_id_uses_the_proxy_appended_address() -> None:
-    a = visitor_id({"X-Forwarded-For": "6.6.6.6, 203.0.113.9"}, "10.0.0.1")
-    assert a == visitor_id({"x-forwarded-for": "1.2.3.4, 203.0.113.9"}, "10.0.0.2")  # spoofed prefix ignored
-    assert a != visitor_id({"X-Forwarded-For": "203.0.113.10"}, "10.0.0.1")
+    a = visitor_id({"X-Forwarded-For": "6.6.6.6, 203.0.113.9"}, "10.0.0.1", 1)
+    assert a == visitor_id({"x-forwarded-for": "1.2.3.4, 203.0.113.9"}, "10.0.0.2", 1)  # spoofed prefix ignored
+    assert a != visitor_id({"X-Forwarded-For": "203.0.113.10"}, "10.0.0.1", 1)
     assert visitor_id({}, "198.51.100.7") == visitor_id({"X-Forwarded-For": "9.9.9.9"}, "198.51.100.7", 0)
     assert visitor_id({}, None) == visitor_id({}, object()) != visitor_id({}, "198.51.100.7")  # type: ignore[arg-type]
     assert "203.0.113.9" not in a and len(a) == 32
+
+
+def test_without_a_trusted_proxy_the_header_is_ignored_by_default() -> None:
+    peer = visitor_id({}, "198.51.100.7")
+    assert visitor_id({"X-Forwarded-For": "203.0.113.1"}, "198.51.100.7") == peer
+    assert visitor_id({"X-Forwarded-For": "203.0.113.2"}, "198.51.100.7") == peer  # a new header is no new visitor
+
+
+def test_an_ipv6_client_counts_by_its_64_block() -> None:
+    a = visitor_id({}, "2001:db8:1:2::1")
+    assert a == visitor_id({}, "2001:db8:1:2:ffff:ffff:ffff:fffe") == visitor_id({}, "2001:DB8:1:2:0:0:0:9")
+    assert a == visitor_id({"X-Forwarded-For": "2001:db8:1:2::77"}, "10.0.0.1", 1)
+    assert a != visitor_id({}, "2001:db8:1:3::1")
+    assert visitor_id({}, "::ffff:198.51.100.7") == visitor_id({}, "198.51.100.7") != visitor_id({}, "198.51.100.8")

@@ -6,10 +6,12 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from pipeline.live import SpendLedger
 from pipeline.saved_runs import RunLibrary, load_saved_runs, load_timeline, save_run_file
 from pipeline.schema import Finding, Plan, Problem, Report, RunOptions, RunResult, Source, SubQuestion, Usage
 from pipeline.store import RunStore
@@ -18,6 +20,8 @@ from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
 from tests.fakes.secret_manager import FakeSecretManager
 from tests.fakes.web_server import Route, WebServer
+from ui.components import report_path
+from ui.config import AppConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 APP_VARS = ["RESEARCH_BENCHMARK_DIR", "ACCESS_CODE", "ACCESS_CODE_SECRET", "RESEARCH_SECRET_MANAGER_URL",
@@ -26,6 +30,7 @@ APP_VARS = ["RESEARCH_BENCHMARK_DIR", "ACCESS_CODE", "ACCESS_CODE_SECRET", "RESE
             "RESEARCH_LIVE_DAILY_USD", "RESEARCH_LIVE_MAX_RUN_USD"]
 QUOTE = "Qdrant Cloud pricing starts at 25 dollars per month for the smallest cluster."
 QUESTION = "What does Qdrant Cloud pricing start at?"
+CODE = "open-sesame-42"
 
 
 def make_run(run_id: str, *, mode: str = "fixed", cost: float = 0.01, problems: int = 0,
@@ -162,9 +167,9 @@ def test_report_with_unknown_or_hostile_id_says_so(env: Path) -> None:
     assert at.query_params["run"] == "r1" and "Qdrant pricing r1" in texts(at, "title")
 
 
-def test_report_opens_a_run_that_only_the_run_store_holds_with_its_timeline(env: Path) -> None:
-    rr = make_run("cli01")
-    with RunStore(env / "state" / "research.sqlite") as store:
+def record(db: Path, rr: RunResult) -> None:
+    """`rr` and a few calls in the run store, as `python -m pipeline run` records them."""
+    with RunStore(db) as store:
         rec = store.recorder(rr.run_id)
         rec.start(question=rr.question, options=RunOptions(), models=rr.models, prompt_version="p1")
         rec.emit("step", {"name": "plan", "status": "started"})
@@ -173,11 +178,57 @@ def test_report_opens_a_run_that_only_the_run_store_holds_with_its_timeline(env:
         rec.emit("search", {"query": "qdrant pricing", "count": 3, "message": None}, ms=12.0)
         rec.emit("fetch", {"url": "https://qdrant.example/pricing", "ok": True}, ms=30.0)
         rec.finish(rr)
-    at = page("report", run="cli01")
-    assert not at.exception and QUOTE in at.html[0].value
+
+
+def assert_store_timeline(at: AppTest) -> None:
     calls = at.dataframe[-1].value
     assert list(calls.kind) == ["model", "search", "fetch"] and list(calls.step) == ["plan", "research", "research"]
     assert calls.tokens.sum() == 321 and calls.cost_usd.sum() == pytest.approx(0.0123)
+
+
+def test_report_opens_a_run_that_only_the_run_store_holds_with_its_timeline(env: Path) -> None:
+    record(env / "state" / "research.sqlite", make_run("cli01"))
+    at = page("report", run="cli01")
+    assert not at.exception and QUOTE in at.html[0].value
+    assert_store_timeline(at)
+
+
+def test_a_benchmark_file_gets_its_timeline_from_the_run_store(env: Path) -> None:
+    rr = make_run("cli02")
+    record(env / "state" / "research.sqlite", rr)
+    save_run_file(env / "bench", rr)  # `run --json benchmark_runs/...`: the file, with the call log in the store
+    at = page("report", run="cli02")
+    assert not at.exception and QUOTE in at.html[0].value
+    assert_store_timeline(at)
+
+
+def test_every_listed_run_opens_and_a_run_id_no_link_can_open_is_skipped(env: Path) -> None:
+    save_run_file(env / "bench", make_run("ok.1_a-b"))
+    (env / "bench" / "spaced.json").write_text(make_run("a b&c=d").model_dump_json())
+    at = page("benchmarks")
+    assert not at.exception
+    assert "spaced.json was skipped: its run id 'a b&c=d' is not a plain id" in texts(at, "warning")
+    links = list(at.dataframe[0].value.report)
+    assert links == ["/report?run=ok.1_a-b"]
+    for link in links:
+        opened = page("report", run=parse_qs(urlsplit(link).query)["run"][0])
+        assert not opened.exception and not opened.error and QUOTE in opened.html[0].value
+    assert report_path("a b&c=d/é") == "/report?run=a%20b%26c%3Dd%2F%C3%A9"
+
+
+@pytest.mark.parametrize("name,value", [("RESEARCH_LIVE_MAX_CONCURRENT", "sk-not-a-number"),
+                                        ("RESEARCH_FETCH_DEADLINE", "sk-not-a-number")])
+@pytest.mark.parametrize("name_of_page", ["benchmarks", "report", "live"])
+def test_an_invalid_setting_shows_one_clear_error_on_every_page(env: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               name_of_page: str, name: str, value: str) -> None:
+    save_run_file(env / "bench", make_run("r1"))
+    monkeypatch.setenv("ACCESS_CODE", CODE)
+    monkeypatch.setenv(name, value)
+    at = page(name_of_page, run="r1")
+    assert not at.exception and len(at.error) == 1
+    message = texts(at, "error")
+    assert name in message and "settings are invalid" in message and value not in message
+    assert not at.dataframe and not at.html and not at.text_input
 
 
 def test_about_page(env: Path) -> None:
@@ -200,26 +251,26 @@ def unlock(at: AppTest, code: str) -> AppTest:
 
 def test_wrong_codes_lock_the_visitor_out_until_the_window_passes(env: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ACCESS_CODE", "open-sésame")
+    monkeypatch.setenv("ACCESS_CODE", "open-sésame-42")
     monkeypatch.setenv("RESEARCH_ACCESS_WINDOW_SECONDS", "3")
     at = page("live")
     started = time.monotonic()
-    for code in ("wrong", "open-sesame", "ÖPEN", "🔑", "open-sésame!"):
+    for code in ("wrong", "open-sesame-42", "ÖPEN", "🔑", "open-sésame-42!"):
         unlock(at, code)
         assert "That code is not right" in texts(at, "error") and "live_unlocked" not in at.session_state
-    unlock(at, "open-sésame")
+    unlock(at, "open-sésame-42")
     assert "Too many wrong codes" in texts(at, "error") and "live_unlocked" not in at.session_state
     reloaded = page("live")  # a reload is a new session: the count is kept on the server
-    unlock(reloaded, "open-sésame")
+    unlock(reloaded, "open-sésame-42")
     assert "Too many wrong codes" in texts(reloaded, "error")
     time.sleep(max(0.0, 3.2 - (time.monotonic() - started)))
-    unlock(reloaded, "open-sésame")
+    unlock(reloaded, "open-sésame-42")
     assert not reloaded.exception and reloaded.session_state["live_unlocked"] is True
     assert not reloaded.text_input and not reloaded.query_params  # the form is gone; nothing in the URL
 
 
 def test_the_right_code_unlocks_this_session_only(live: ResearchBrain) -> None:
-    at = unlock(page("live"), "open-sesame")
+    at = unlock(page("live"), CODE)
     assert not at.exception and at.session_state["live_unlocked"] is True
     assert at.radio(key="mode").options == ["fixed: code runs the planned searches (cheaper, predictable)",
                                            "tools: a model worker per sub-question searches and reads "
@@ -233,9 +284,9 @@ def test_secret_manager_code_unlocks_and_a_missing_secret_keeps_runs_off(env: Pa
     name = "projects/demo/secrets/access/versions/latest"
     with FakeSecretManager({name: b"from-secret-manager\n"}) as sm:
         monkeypatch.setenv("RESEARCH_SECRET_MANAGER_URL", sm.base_url)
-        monkeypatch.setenv("ACCESS_CODE", "local-code")
+        monkeypatch.setenv("ACCESS_CODE", "local-code-42")
         monkeypatch.setenv("ACCESS_CODE_SECRET", name)
-        at = unlock(page("live"), "local-code")
+        at = unlock(page("live"), "local-code-42")
         assert "That code is not right" in texts(at, "error")
         at = unlock(at, "from-secret-manager")
         assert at.session_state["live_unlocked"] is True
@@ -244,6 +295,23 @@ def test_secret_manager_code_unlocks_and_a_missing_secret_keeps_runs_off(env: Pa
         at = page("live")
         assert "Live runs are off" in texts(at, "warning") and "not found" in texts(at, "warning")
         assert not at.text_input
+
+
+def test_a_short_access_code_keeps_live_runs_off(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACCESS_CODE", "open-sesame")  # 11 characters
+    at = page("live")
+    assert not at.exception and not at.text_input
+    assert "Live runs are off" in texts(at, "warning") and "ACCESS_CODE" in texts(at, "warning")
+    assert "12 characters" in texts(at, "warning") and "open-sesame" not in texts(at, "warning")
+
+
+def test_without_a_proxy_the_forwarded_header_is_not_trusted(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("K_SERVICE", raising=False)
+    assert AppConfig().trusted_proxies == 0
+    monkeypatch.setenv("K_SERVICE", "verbatim")  # Cloud Run sets it, and its front end appends one hop
+    assert AppConfig().trusted_proxies == 1
+    monkeypatch.setenv("RESEARCH_TRUSTED_PROXIES", "2")
+    assert AppConfig().trusted_proxies == 2
 
 
 # -- live runs against the fakes ----------------------------------------------------------------------------------------
@@ -259,7 +327,7 @@ def live(env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ResearchBrain]:
                                                                  snippet="pricing", published=None)],
                                                    api_key="brave-key"))
         fake = stack.enter_context(FakeAnthropic(brain))
-        for k, v in {"ACCESS_CODE": "open-sesame", "ANTHROPIC_API_KEY": "sk-ant-app-test",
+        for k, v in {"ACCESS_CODE": CODE, "ANTHROPIC_API_KEY": "sk-ant-app-test",
                      "ANTHROPIC_BASE_URL": fake.base_url, "RESEARCH_SEARCH_PROVIDER": "brave",
                      "BRAVE_API_KEY": "brave-key", "RESEARCH_SEARCH_BASE_URL": search.base_url,
                      "RESEARCH_FETCH_ALLOW": web.host_port}.items():
@@ -285,7 +353,7 @@ def wait_done(at: AppTest, timeout: float = 60) -> AppTest:
 
 def test_a_live_run_shows_progress_then_its_report(live: ResearchBrain, env: Path) -> None:
     live.latency = 0.15
-    at = ask(unlock(page("live"), "open-sesame"), mode="tools")
+    at = ask(unlock(page("live"), CODE), mode="tools")
     assert not at.exception and "Running" in texts(at, "subheader")
     bars = " ".join(p.proto.text for p in at.get("progress"))
     assert "Searches:" in bars and "of 8" in bars and "Cost:" in bars
@@ -304,30 +372,59 @@ def test_concurrency_limit_refuses_a_second_run_with_its_message(live: ResearchB
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RESEARCH_LIVE_MAX_CONCURRENT", "1")
     live.latency = 0.3
-    first = ask(unlock(page("live"), "open-sesame"))
+    first = ask(unlock(page("live"), CODE))
     assert "Running" in texts(first, "subheader")
-    second = ask(unlock(page("live"), "open-sesame"), "A second question about Qdrant?")
+    second = ask(unlock(page("live"), CODE), "A second question about Qdrant?")
     assert "already in progress" in texts(second, "error") and "limit is 1" in texts(second, "error")
     wait_done(first)
 
 
-def test_spend_ceiling_refuses_with_its_message(live: ResearchBrain, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RESEARCH_LIVE_DAILY_USD", "0.04")
-    at = ask(unlock(page("live"), "open-sesame"))
-    assert "spending limit for live runs ($0.04" in texts(at, "error") and "live_job" not in at.session_state
+def test_spend_ceiling_counts_todays_spend_from_the_shared_ledger(live: ResearchBrain, env: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RESEARCH_LIVE_DAILY_USD", "1.00")
+    ledger = SpendLedger(env / "state" / "app.sqlite")  # the file every session and process of the app shares
+    assert ledger.reserve("earlier", 1.0, ceiling=1.0, minimum=0.0) == 1.0
+    ledger.settle("earlier", 0.97)
+    at = ask(unlock(page("live"), CODE))
+    assert "$0.97 of $1.00 spent or reserved today" in texts(at, "caption")
+    assert "spending limit for live runs ($1.00" in texts(at, "error") and "live_job" not in at.session_state
+    ledger.settle("earlier", 0.90)  # 0.10 left: the run starts with its budget lowered to that
+    live.latency = 0.3
+    at = ask(unlock(page("live"), CODE))
+    assert "Running" in texts(at, "subheader")
+    assert "Cost: $0.0000 of $0.10" in " ".join(p.proto.text.replace("\\", "") for p in at.get("progress"))
+    wait_done(at)
 
 
 def test_cancel_button_stops_the_run(live: ResearchBrain) -> None:
     live.latency = 0.4
-    at = ask(unlock(page("live"), "open-sesame"), mode="tools")
+    at = ask(unlock(page("live"), CODE), mode="tools")
     at.button(key="cancel").click().run()
     at = wait_done(at, timeout=20)
     assert "Finished:" in texts(at, "success") and "cancelled" in at.html[-1].value
 
 
+def test_a_question_that_contains_the_access_code_is_refused(live: ResearchBrain, env: Path) -> None:
+    at = ask(unlock(page("live"), CODE), f"What does Qdrant cost? My code is {CODE}.")
+    assert not at.exception and "contains the access code" in texts(at, "error") and "live_job" not in at.session_state
+    at = ask(at, f"What does Qdrant cost?{CODE.upper()}")  # case does not matter
+    assert "contains the access code" in texts(at, "error") and "live_job" not in at.session_state
+    assert not (env / "state" / "live").exists() and RunStore(env / "state" / "research.sqlite").runs() == []
+
+
+def test_the_access_code_is_not_scrubbed_out_of_stored_evidence(live: ResearchBrain, env: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACCESS_CODE", "smallest cluster")  # a code that happens to be in the page
+    at = wait_done(ask(unlock(page("live"), "smallest cluster")))
+    assert "Finished: complete" in texts(at, "success")
+    (run_file,) = [p for p in (env / "state" / "live").glob("*.json") if not p.name.endswith(".timeline.json")]
+    stored = RunStore(env / "state" / "research.sqlite").result(run_file.stem)
+    assert stored is not None and QUOTE in [f.quote for f in stored.findings]
+
+
 def test_missing_keys_keep_the_form_closed(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ACCESS_CODE", "open-sesame")
-    at = unlock(page("live"), "open-sesame")
+    monkeypatch.setenv("ACCESS_CODE", CODE)
+    at = unlock(page("live"), CODE)
     assert "ANTHROPIC_API_KEY" in texts(at, "error") and not at.text_area
     assert os.environ.get("ANTHROPIC_API_KEY") is None
 
@@ -340,6 +437,7 @@ def test_md_text_leaves_no_markdown_syntax_or_autolink() -> None:
     unescaped = [c for i, c in enumerate(out) if c in "![]()<>:$#@." and (i == 0 or out[i - 1] != "\\")]
     assert unescaped == []
     assert "http\\:\u200b\\/\\/" in out and "www\u200b\\." in out and "me\u200b\\@" in out
+    assert md_text("\u202eexe.txt\u202c \u2067x\u2069\u200f") == "exe\\.txt x"
 
 
 def test_run_time_and_date_come_from_timings_not_from_the_timestamp() -> None:

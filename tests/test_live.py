@@ -160,7 +160,7 @@ def test_cancel_winds_the_run_down_and_keeps_what_was_gathered(tmp_path: Path, w
     assert time.monotonic() - started < 3
     rr = job.result
     assert rr is not None and rr.status in ("partial", "failed")
-    assert rr.problems[-1].kind == "cancelled"
+    assert rr.problems[-1].kind == "cancelled" and [p.kind for p in rr.problems].count("cancelled") == 1
     assert rr.usage.model_calls <= 3 and load_run_file(tmp_path / "live", rr.run_id) == rr
     assert not reg.cancel(job.id)  # already finished
 
@@ -177,19 +177,18 @@ def test_refusals_before_anything_is_spent(tmp_path: Path, world: World) -> None
     assert reg.ledger.today() == 0.0 and world.fake.requests == []
 
 
-def test_live_runs_are_recorded_in_the_run_store_with_the_access_code_scrubbed(tmp_path: Path, world: World) -> None:
+def test_live_runs_are_recorded_in_the_run_store(tmp_path: Path, world: World) -> None:
     store = RunStore(tmp_path / "research.sqlite")
     reg = JobRegistry(runs_dir=tmp_path / "live", ledger=SpendLedger(tmp_path / "app.sqlite"), limits=LiveLimits(),
                       settings=world.settings, store=store)
-    job = reg.start("What does Qdrant Cloud pricing start at, code open-sesame-42?", "tools", "quick",
-                    secrets=["open-sesame-42"])
+    job = reg.start(QUESTION, "tools", "quick")
     assert isinstance(job, Job)
     rr = finish(reg, job).result
-    assert rr is not None and "open-sesame-42" in rr.question  # the visitor's own copy is untouched
+    assert rr is not None
     row = store.run(rr.run_id)
-    assert row is not None and row.status == rr.status and "open-sesame-42" not in row.question
+    assert row is not None and row.status == rr.status and row.question == QUESTION
     stored = store.result(rr.run_id)
-    assert stored is not None and stored.findings == rr.findings
+    assert stored is not None and stored.findings == rr.findings and any(f.quote == QUOTE for f in stored.findings)
     timeline = load_timeline(rr, None, store)
     assert timeline.origin == "run store"
     assert sum(e.kind == "model" for e in timeline.entries) == rr.usage.model_calls

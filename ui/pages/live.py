@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pipeline.access import code_matches, visitor_id
+from pipeline.access import code_matches, reveals_code, visitor_id
 from pipeline.live import PRESETS, Job, JobRegistry
 from pipeline.saved_runs import load_timeline
 from ui.components import md_text, show_report
@@ -114,9 +114,11 @@ with st.form("ask"):
                           help=f"Each run is also capped at ${limits.max_run_usd:.2f} and by what is left of "
                                "today's limit.")
     start = st.form_submit_button("Start research", icon=":material/play_arrow:", type="primary")
-if start:
-    code = state.code.decode("utf-8", "surrogatepass") if state.code else ""
-    outcome = jobs.start(question or "", mode, preset, secrets=[code] if code else [])
+if start and reveals_code(question or "", state):
+    st.error("Your question contains the access code. Remove it and ask again: questions are saved with their "
+             "report, which anyone with the link can read.", icon=":material/block:")
+elif start:
+    outcome = jobs.start(question or "", mode, preset)
     if isinstance(outcome, Job):
         st.session_state[JOB] = outcome.id
         st.rerun()
