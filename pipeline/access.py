@@ -7,12 +7,13 @@ import hmac
 import ipaddress
 import logging
 import re
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
+
+from .sqlite_tx import immediate, opened
 
 log = logging.getLogger(__name__)
 
@@ -227,46 +228,29 @@ class AttemptLimiter:
         self.path = Path(path)
         self.per_visitor, self.global_limit, self.window, self._clock = per_visitor, global_limit, window, clock
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._db() as db:
+        with opened(self.path) as db:
             db.execute("CREATE TABLE IF NOT EXISTS wrong_codes (visitor TEXT NOT NULL, at REAL NOT NULL)")
             db.execute("CREATE INDEX IF NOT EXISTS wrong_codes_at ON wrong_codes (at)")
-
-    def _db(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=10, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        return db
 
     def attempt(self, visitor: str, check: Callable[[], bool]) -> Verdict:
         """Runs `check` unless a limit is reached; a False result is counted against `visitor` and everyone."""
         now = self._clock()
-        db = self._db()
-        try:
-            db.execute("BEGIN IMMEDIATE")  # count and record in one transaction: parallel tries cannot slip by
+        with immediate(self.path) as db:  # count and record in one transaction: parallel tries cannot slip by
             db.execute("DELETE FROM wrong_codes WHERE at <= ?", (now - self.window,))
             mine = db.execute("SELECT COUNT(*), MIN(at) FROM wrong_codes WHERE visitor = ?", (visitor,)).fetchone()
             total = db.execute("SELECT COUNT(*), MIN(at) FROM wrong_codes").fetchone()
             if mine[0] >= self.per_visitor:
-                db.execute("COMMIT")
                 return Verdict(False, f"Too many wrong codes from your address ({self.per_visitor} in "
                                       f"{_minutes(self.window)}). Try again in {_wait(mine[1], self.window, now)}.")
             if total[0] >= self.global_limit:
-                db.execute("COMMIT")
                 return Verdict(False, "Too many wrong codes have been entered on this server recently, so code "
                                       f"entry is paused for everyone. Try again in {_wait(total[1], self.window, now)}.")
             if check():
-                db.execute("COMMIT")
                 return Verdict(True, "Unlocked: you can run live research in this browser session.")
             db.execute("INSERT INTO wrong_codes (visitor, at) VALUES (?, ?)", (visitor, now))
-            db.execute("COMMIT")
             left = self.per_visitor - mine[0] - 1
             return Verdict(False, f"That code is not right. {left} attempt{'s' if left != 1 else ''} left in the "
                                   f"next {_minutes(self.window)}.")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
-        finally:
-            db.close()
 
 
 def _minutes(seconds: float) -> str:

@@ -24,6 +24,7 @@ from .events import EventSink, FanOut
 from .run import build_context, research
 from .saved_runs import TimelineRecorder, save_run_file
 from .schema import BudgetLimits, Mode, Problem, RunOptions, RunResult
+from .sqlite_tx import immediate, opened
 from .store import RunStore
 
 log = logging.getLogger(__name__)
@@ -74,14 +75,9 @@ class SpendLedger:
         self.path = Path(path)
         self._clock = clock
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._db() as db:
+        with opened(self.path) as db:
             db.execute("CREATE TABLE IF NOT EXISTS live_spend (run_id TEXT PRIMARY KEY, day TEXT NOT NULL, "
                        "reserved REAL NOT NULL, spent REAL, finished INTEGER NOT NULL DEFAULT 0)")
-
-    def _db(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=10, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        return db
 
     @staticmethod
     def _total(db: sqlite3.Connection, day: str) -> float:
@@ -92,39 +88,23 @@ class SpendLedger:
 
     def today(self) -> float:
         """Dollars spent or reserved today."""
-        db = self._db()
-        try:
+        with opened(self.path) as db:
             return self._total(db, utc_day(self._clock()))
-        finally:
-            db.close()
 
     def reserve(self, run_id: str, want: float, ceiling: float, minimum: float) -> float | None:
         """Reserve up to `want` dollars within today's `ceiling`: the amount granted, or None when under `minimum`."""
-        db = self._db()
-        try:
-            db.execute("BEGIN IMMEDIATE")
+        with immediate(self.path) as db:
             day = utc_day(self._clock())
             grant = round(min(want, ceiling - self._total(db, day)), 6)
             if grant < minimum:
-                db.execute("COMMIT")
                 return None
             db.execute("INSERT INTO live_spend (run_id, day, reserved) VALUES (?, ?, ?)", (run_id, day, grant))
-            db.execute("COMMIT")
             return grant
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
-        finally:
-            db.close()
 
     def settle(self, run_id: str, spent: float) -> None:
         """Replace a run's reservation by what it really spent."""
-        db = self._db()
-        try:
+        with opened(self.path) as db:
             db.execute("UPDATE live_spend SET spent = ?, finished = 1 WHERE run_id = ?", (spent, run_id))
-        finally:
-            db.close()
 
 
 JobStatus = Literal["running", "finished", "failed"]
