@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from .cli_runs import HANDLERS as RUN_STORE_HANDLERS
 from .cli_runs import add_commands as add_run_store_commands
+from .cli_runs import add_output_args
 from .config import ConfigError, Settings
 from .store import StoreError
 
@@ -30,8 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("question", help="the question to research")
     run.add_argument("--mode", choices=["fixed", "tools"], default="fixed",
                      help="researcher mode: fixed queries (cheap) or tool-calling workers (default: fixed)")
-    run.add_argument("--json", metavar="PATH", help="also write the RunResult JSON to PATH")
-    run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_output_args(run)
 
     fetch = sub.add_parser("fetch", help="one guarded fetch and extraction of URL")
     fetch.add_argument("url")

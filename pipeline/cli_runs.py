@@ -15,6 +15,12 @@ from .store import RUNNING, RunRow, RunStore, StoreError
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
+def add_output_args(parser: argparse.ArgumentParser) -> None:
+    """The options every command that produces a RunResult shares: --json PATH and --quiet."""
+    parser.add_argument("--json", metavar="PATH", help="also write the RunResult JSON to PATH")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Register the run-store subcommands on the CLI's subparsers."""
     runs = sub.add_parser("runs", help="list recorded runs, newest first")
@@ -26,13 +32,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     replay.add_argument("run_id")
     replay.add_argument("--live-model", action="store_true",
                         help="serve searches and fetches from the store but call the model (judge a prompt change)")
-    replay.add_argument("--json", metavar="PATH", help="also write the new RunResult JSON to PATH")
-    replay.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_output_args(replay)
 
     resume = sub.add_parser("resume", help="continue an interrupted run without repeating finished work")
     resume.add_argument("run_id")
-    resume.add_argument("--json", metavar="PATH", help="also write the RunResult JSON to PATH")
-    resume.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_output_args(resume)
 
     export = sub.add_parser("export", help="write a finished run's RunResult JSON (the benchmark_runs/ format)")
     export.add_argument("run_id")

@@ -8,13 +8,13 @@ Gaps are the researched sub-questions without a passed-on finding; the orchestra
 """
 from __future__ import annotations
 
-import html
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from . import tags
 from ..budget import Phase
 from ..context import RunContext
 from ..llm import LLMError
@@ -76,20 +76,14 @@ class _Breaker:
         return e
 
 
-def _attr(value: str) -> str:
-    return html.escape(value, quote=True)
-
-
-def _text(value: str) -> str:
-    return html.escape(value, quote=False)
 
 
 def analyst_message(sq: SubQuestion, source_id: str, title: str | None, page_text: str) -> str:
     """The analyst's user message for one source: the sub-question and the relevant part of the page, wrapped."""
     focus = " ".join([sq.question, sq.success_criterion, sq.proxy or "", *sq.queries])
     excerpt, _cut = focus_excerpt(page_text, focus)
-    return (f'<sub_question id="{_attr(sq.id)}">{_text(sq.question)}</sub_question>\n'
-            f"<success_criterion>{_text(sq.success_criterion)}</success_criterion>\n"
+    return (f'<sub_question id="{tags.attr(sq.id)}">{tags.text(sq.question)}</sub_question>\n'
+            f"<success_criterion>{tags.text(sq.success_criterion)}</success_criterion>\n"
             + wrap(excerpt, source_id=source_id, title=title))
 
 
@@ -155,7 +149,7 @@ def judge_support(ctx: RunContext, findings: list[Finding]) -> list[Problem]:
     def one(f: Finding) -> LLMError | None:
         if breaker.error is not None:
             return breaker.error
-        user = f'<claim>{_text(f.claim)}</claim>\n<quote source="{_attr(f.source)}">{_text(f.quote)}</quote>'
+        user = f'<claim>{tags.text(f.claim)}</claim>\n<quote source="{tags.attr(f.source)}">{tags.text(f.quote)}</quote>'
         try:
             verdict = ctx.llm.structured(model=ctx.worker_model, system=load("support_judge"), messages=user,
                                          output=Verdict, max_tokens=JUDGE_TOKENS, phase=Phase.SYNTHESIS,

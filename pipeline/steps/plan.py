@@ -6,11 +6,11 @@ Anything malformed, empty or refused by the budget falls back to the question it
 """
 from __future__ import annotations
 
-import html
 from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel, Field
 
+from . import tags
 from ..budget import Phase
 from ..context import RunContext
 from ..llm import LLMError
@@ -118,7 +118,7 @@ def _queries(raw: list[str]) -> list[str]:
 
 def _drafts(question: str, ctx: RunContext, limit: int, n: int) -> tuple[list[PlanDraft], list[str]]:
     """Up to `n` drafts in candidate order (failed ones left out), and the error messages of the failures."""
-    user = (f"<question>{html.escape(question, quote=False)}</question>\n"
+    user = (f"<question>{tags.text(question)}</question>\n"
             f"<max_sub_questions>{limit}</max_sub_questions>")
 
     def one(i: int) -> PlanDraft | LLMError:
@@ -148,8 +148,8 @@ def _best(question: str, drafts: list[PlanDraft], ctx: RunContext) -> tuple[int,
         return 0, []
 
     def score(i: int) -> int | None:
-        user = (f"<question>{html.escape(question, quote=False)}</question>\n"
-                f"<plan>{html.escape(drafts[i].model_dump_json(indent=2), quote=False)}</plan>")
+        user = (f"<question>{tags.text(question)}</question>\n"
+                f"<plan>{tags.text(drafts[i].model_dump_json(indent=2))}</plan>")
         try:
             return ctx.llm.structured(model=ctx.lead_model, system=load("plan_judge"), messages=user,
                                       output=PlanScore, max_tokens=SCORE_TOKENS, phase=Phase.RESEARCH,

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import hashlib
-import html
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from . import tags
 from ..budget import Phase
 from ..context import RunContext
 from ..llm import LLMError
@@ -44,12 +44,12 @@ def judge_message(sentence: str, evidence: Evidence) -> str | None:
     quotes = []
     for i in dict.fromkeys(cited_ids(sentence)):
         if i in findings:
-            quotes.append(f'<quote id="{i}">{_text(findings[i].quote)}</quote>')
+            quotes.append(f'<quote id="{i}">{tags.text(findings[i].quote)}</quote>')
         elif i in calcs:
-            quotes.append(f'<quote id="{i}">{_text(f"{calcs[i].expression} = {calcs[i].result}")}</quote>')
+            quotes.append(f'<quote id="{i}">{tags.text(f"{calcs[i].expression} = {calcs[i].result}")}</quote>')
     if not any(i.startswith("F") and i in findings for i in cited_ids(sentence)):
         return None
-    return "\n".join([f"<sentence>{_text(sentence)}</sentence>", "<quotes>", *quotes, "</quotes>"])
+    return "\n".join([f"<sentence>{tags.text(sentence)}</sentence>", "<quotes>", *quotes, "</quotes>"])
 
 
 def review(markdown: str, evidence: Evidence, ctx: RunContext, *,
@@ -145,6 +145,3 @@ def _final(body: str, evidence: Evidence) -> str:
 def _step(ctx: RunContext, name: str, status: str, **extra: object) -> None:
     ctx.events.emit("step", {"name": name, "status": status, **extra})
 
-
-def _text(value: str) -> str:
-    return html.escape(value, quote=False)

@@ -14,12 +14,12 @@ user turn, so each turn re-reads the conversation so far from the prompt cache.
 """
 from __future__ import annotations
 
-import html
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from . import tags
 from ..budget import Phase
 from ..context import RunContext
 from ..llm import EPHEMERAL, LLMError, ModelReply
@@ -61,9 +61,9 @@ def describes_tool_call(text: str) -> bool:
 
 def first_message(sq: SubQuestion) -> str:
     """The worker's first user message (fixed format: notes/issue4.md item 7)."""
-    queries = "\n".join(html.escape(" ".join(q.split()), quote=False) for q in sq.queries if q.strip())
-    return (f'<sub_question id="{html.escape(sq.id, quote=True)}">{html.escape(sq.question, quote=False)}'
-            f"</sub_question>\n<success_criterion>{html.escape(sq.success_criterion, quote=False)}"
+    queries = "\n".join(tags.text(" ".join(q.split())) for q in sq.queries if q.strip())
+    return (f'<sub_question id="{tags.attr(sq.id)}">{tags.text(sq.question)}'
+            f"</sub_question>\n<success_criterion>{tags.text(sq.success_criterion)}"
             f"</success_criterion>\n<suggested_queries>\n{queries}\n</suggested_queries>")
 
 

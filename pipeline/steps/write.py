@@ -1,9 +1,9 @@
 """The writer: a report body from verified findings only (lead model), and the Sources section built in code."""
 from __future__ import annotations
 
-import html
 import re
 
+from . import tags
 from ..budget import Phase
 from ..context import RunContext
 from ..llm import LLMError
@@ -39,9 +39,9 @@ def writer_message(question: str, evidence: Evidence, conflicts: list[Conflict],
                    problems: list[Problem] | None = None) -> str:
     """The writer's user message in the fixed tag format (spec item 5)."""
     sources = {s.id: s for s in evidence.sources}
-    parts = [f"<question>{_text(question)}</question>"]
+    parts = [f"<question>{tags.text(question)}</question>"]
     if evidence.proxies:
-        parts += ["<proxies>", *(f"<proxy>{_text(p)}</proxy>" for p in evidence.proxies), "</proxies>"]
+        parts += ["<proxies>", *(f"<proxy>{tags.text(p)}</proxy>" for p in evidence.proxies), "</proxies>"]
     parts.append("<findings>")
     for f in usable_findings(evidence):
         src = sources.get(f.source)
@@ -49,21 +49,21 @@ def writer_message(question: str, evidence: Evidence, conflicts: list[Conflict],
                  "title": (src.title if src else None) or "Untitled",
                  "published": (src.published if src else None) or "undated",
                  "confidence": f.confidence, "support": f.support}
-        parts += [f"<finding {_attrs(attrs)}>", f"<claim>{_text(f.claim)}</claim>", f"<quote>{_text(f.quote)}</quote>",
+        parts += [f"<finding {tags.attrs(attrs)}>", f"<claim>{tags.text(f.claim)}</claim>", f"<quote>{tags.text(f.quote)}</quote>",
                   "</finding>"]
     parts += ["</findings>", "<calculations>"]
-    parts += [f"<calculation {_attrs({'id': c.id, 'expression': c.expression, 'result': c.result})}/>"
+    parts += [f"<calculation {tags.attrs({'id': c.id, 'expression': c.expression, 'result': c.result})}/>"
               for c in evidence.calculations]
     parts += ["</calculations>", "<gaps>"]
-    parts += [f'<gap id="{gid}">{_text(gap)}</gap>' for gid, gap in zip(evidence.gap_ids(), evidence.gaps)]
+    parts += [f'<gap id="{gid}">{tags.text(gap)}</gap>' for gid, gap in zip(evidence.gap_ids(), evidence.gaps)]
     parts += ["</gaps>", "<conflicts>"]
-    parts += [f"<conflict {_attrs({'findings': ','.join(c.findings)})}>{_text(c.description)}</conflict>"
+    parts += [f"<conflict {tags.attrs({'findings': ','.join(c.findings)})}>{tags.text(c.description)}</conflict>"
               for c in conflicts]
     parts.append("</conflicts>")
     if draft is not None:
-        parts.append(f"<draft>{_text(draft)}</draft>")
+        parts.append(f"<draft>{tags.text(draft)}</draft>")
         parts.append("<problems>")
-        parts += [f"<problem {_attrs({'kind': p.kind, 'sentence': p.sentence or ''})}>{_text(p.message)}</problem>"
+        parts += [f"<problem {tags.attrs({'kind': p.kind, 'sentence': p.sentence or ''})}>{tags.text(p.message)}</problem>"
                   for p in problems or []]
         parts.append("</problems>")
     return "\n".join(parts)
@@ -172,9 +172,3 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _text(value: str) -> str:
-    return html.escape(value, quote=False)
-
-
-def _attrs(values: dict[str, str]) -> str:
-    return " ".join(f'{k}="{html.escape(v, quote=True)}"' for k, v in values.items())
