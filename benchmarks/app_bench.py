@@ -27,8 +27,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.saved_runs import RunLibrary, save_run_file  # noqa: E402
-from pipeline.schema import (Finding, Plan, Report, RunResult, Source, SubQuestion, Usage)  # noqa: E402
+from pipeline.store.files import save_run_file  # noqa: E402
+
+from ui.library import RunLibrary  # noqa: E402
+from pipeline.core.schema import (Finding, Plan, Report, RunResult, Source, SubQuestion, Usage)  # noqa: E402
 
 WORDS = ("price plan cluster storage vector index query latency cloud tier month dollars open source database "
          "throughput replica region support enterprise free usage").split()

@@ -21,10 +21,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pipeline.config import Settings  # noqa: E402
-from pipeline.run import build_context, research  # noqa: E402
-from pipeline.schema import BudgetLimits, RunOptions  # noqa: E402
-from pipeline.steps.plan import make_plan  # noqa: E402
-from pipeline.steps.worker import run_worker  # noqa: E402
+from pipeline.research.orchestrator import build_context, research  # noqa: E402
+from pipeline.core.schema import BudgetLimits, RunOptions  # noqa: E402
+from pipeline.research.steps.plan import make_plan  # noqa: E402
+from pipeline.research.steps.worker import run_worker  # noqa: E402
 from pipeline.web.corpus import corpus_from_extraction_set  # noqa: E402
 from tests.fakes.anthropic_api import FakeAnthropic  # noqa: E402
 from tests.fakes.research_brain import ResearchBrain  # noqa: E402
@@ -97,7 +97,7 @@ def main() -> None:
             run_worker(sq, ctx, RunOptions(mode="tools"))
             singles.append(time.perf_counter() - t0)
         ctx2 = build_context(settings, RunOptions(mode="tools", limits=limits), _null())
-        from pipeline.steps.worker import research_tools
+        from pipeline.research.steps.worker import research_tools
         t0 = time.perf_counter()
         research_tools(plan, ctx2, RunOptions(mode="tools"))
         parallel = time.perf_counter() - t0
@@ -107,7 +107,7 @@ def main() -> None:
 
 
 def _null():  # type: ignore[no-untyped-def]
-    from pipeline.events import NullSink
+    from pipeline.core.events import NullSink
     return NullSink()
 
 

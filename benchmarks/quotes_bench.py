@@ -14,7 +14,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from pipeline.quotes import QuoteIndex
+from pipeline.core.quotes import QuoteIndex
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "extraction" / "ground-truth.json"
 FOREIGN_WORDS = ["zebraquill", "marmaladex", "quantumfig", "violinoke"]

@@ -5,31 +5,17 @@ import json
 from functools import cached_property
 from typing import Literal
 
-from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from pipeline.core.schema import ModelPrice
+from pipeline.models.pricing import DEFAULT_PRICES
 
 SearchProviderName = Literal["brave", "tavily", "searxng", "anthropic", "corpus"]
 
 
 class ConfigError(RuntimeError):
     """A setting is missing or invalid; the message names the variable to set."""
-
-
-class ModelPrice(BaseModel):
-    """US dollars per million tokens of each kind."""
-
-    input: float
-    output: float
-    cache_write: float
-    cache_read: float
-
-
-# Pinned per model id. Override with RESEARCH_PRICES='{"model": {"input": ..., ...}}'.
-DEFAULT_PRICES: dict[str, ModelPrice] = {
-    "claude-opus-5-5": ModelPrice(input=5.0, output=25.0, cache_write=6.25, cache_read=0.50),
-    "claude-sonnet-5-5": ModelPrice(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30),
-    "claude-haiku-5-5": ModelPrice(input=1.0, output=5.0, cache_write=1.25, cache_read=0.10),
-}
 
 
 def _env(*names: str) -> AliasChoices:

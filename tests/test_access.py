@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.access import (MIN_CODE_CHARS, OFF_UNSET, AccessState, AttemptLimiter, SecretManagerCode, access_state,
+from ui.access import (MIN_CODE_CHARS, OFF_UNSET, AccessState, AttemptLimiter, SecretManagerCode, access_state,
                              code_matches, crc32c, make_client, reveals_code, visitor_id)
 from tests.fakes.secret_manager import FakeSecretManager
 

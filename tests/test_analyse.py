@@ -8,10 +8,10 @@ from typing import Any, Callable
 from tests.fakes.anthropic_api import FakeAnthropic, FakeReply, MessagesRequest, reply_json
 from tests.fakes.context import make_context
 
-from pipeline.context import RunContext
-from pipeline.prompts import load
-from pipeline.schema import BudgetLimits, FetchResult, Plan, SubQuestion
-from pipeline.steps.analyse import analyse, judge_support, propose_findings
+from pipeline.research.context import RunContext
+from pipeline.research.prompts import load
+from pipeline.core.schema import BudgetLimits, FetchResult, Plan, SubQuestion
+from pipeline.research.steps.analyse import analyse, judge_support, propose_findings
 
 PRICING = ("Acme Cloud pricing, updated March 2025.\n\n"
            "The Starter plan costs $25 per month and includes 10 GB of storage. "

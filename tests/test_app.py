@@ -11,10 +11,12 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pipeline.live import SpendLedger
-from pipeline.saved_runs import RunLibrary, load_saved_runs, load_timeline, save_run_file
-from pipeline.schema import Finding, Plan, Problem, Report, RunOptions, RunResult, Source, SubQuestion, Usage
-from pipeline.store import RunStore
+from ui.ledger import SpendLedger
+from pipeline.store.files import save_run_file
+from pipeline.store.timeline import load_timeline
+from ui.library import RunLibrary, load_saved_runs
+from pipeline.core.schema import Finding, Plan, Problem, Report, RunOptions, RunResult, Source, SubQuestion, Usage
+from pipeline.store.sqlite import RunStore
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
@@ -441,7 +443,7 @@ def test_md_text_leaves_no_markdown_syntax_or_autolink() -> None:
 
 
 def test_run_time_and_date_come_from_timings_not_from_the_timestamp() -> None:
-    from pipeline.saved_runs import summarise
+    from ui.library import summarise
 
     rr = RunResult(run_id="t1", question="q?", mode="fixed", status="complete",
                    timings={"started_at": 1_764_460_800.0, "plan": 1.0, "research": 2.0, "total": 3.5})

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from pipeline.budget import Budget, Grant, Phase, Refusal, cost_usd
-from pipeline.config import ModelPrice, Settings
-from pipeline.schema import BudgetLimits
+from pipeline.core.budget import Budget, Grant, Phase, Refusal, cost_usd
+from pipeline.config import Settings
+from pipeline.core.schema import ModelPrice
+from pipeline.core.schema import BudgetLimits
 
 PRICE = ModelPrice(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30)
 

@@ -1,8 +1,8 @@
 """The reviewer's code checks catch uncited lines, invented ids, invented numbers, unfetched URLs and unnamed gaps."""
 from __future__ import annotations
 
-from pipeline.schema import Calculation, Finding, Source
-from pipeline.steps.checks import Evidence, check_report, sentences
+from pipeline.core.schema import Calculation, Finding, Source
+from pipeline.research.steps.checks import Evidence, check_report, sentences
 
 SRC = Source(id="S1", url="https://db.example/pricing", final_url="https://db.example/pricing", title="Pricing",
              published="2025-03-14", fetched_at="2026-11-30T00:00:00+00:00", sha256="0" * 64, chars=100)

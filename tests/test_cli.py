@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.__main__ import main
-from pipeline.run import print_outcome
-from pipeline.schema import Report, RunOptions, RunResult
-from pipeline.store import RunStore
+from pipeline.cli.main import main
+from pipeline.cli.commands import print_outcome
+from pipeline.core.schema import Report, RunOptions, RunResult
+from pipeline.store.sqlite import RunStore
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -49,7 +49,7 @@ def test_console_script_is_declared() -> None:
     from pathlib import Path
 
     data = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
-    assert data["project"]["scripts"]["research"] == "pipeline.__main__:main"
+    assert data["project"]["scripts"]["research"] == "pipeline.cli.main:main"
 
 
 def _finished_run(db: Path) -> RunResult:

@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from pipeline.config import DEFAULT_PRICES, ConfigError, Settings
-from pipeline.schema import FetchResult, Finding, RunResult, Source
+from pipeline.config import ConfigError, Settings
+from pipeline.models.pricing import DEFAULT_PRICES
+from pipeline.core.schema import FetchResult, Finding, RunResult, Source
 
 
 def test_environment_names_from_design(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,8 +1,8 @@
 """Conflicting figures from two sources are detected in code and both sides kept with dates."""
 from __future__ import annotations
 
-from pipeline.schema import Finding, Source
-from pipeline.steps.conflicts import find_conflicts
+from pipeline.core.schema import Finding, Source
+from pipeline.research.steps.conflicts import find_conflicts
 
 
 def src(i: int, published: str | None) -> Source:

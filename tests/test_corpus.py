@@ -12,7 +12,7 @@ import pytest
 from pipeline.config import ConfigError, Settings
 from pipeline.web.corpus import Corpus, CorpusPage, CorpusSearch, build_corpus, corpus_from_extraction_set
 from pipeline.web.fetch import Fetcher
-from pipeline.web.search import make_provider
+from pipeline.web.search.service import make_provider
 
 PAGES = Path(__file__).parent / "fixtures" / "pages"
 TRUTH: dict[str, dict[str, str]] = json.loads((PAGES / "ground-truth.json").read_text(encoding="utf-8"))

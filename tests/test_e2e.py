@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from pipeline.events import ListSink
-from pipeline.run import build_context, research
+from pipeline.core.events import ListSink
+from pipeline.research.orchestrator import build_context, research
 from pipeline.config import Settings
-from pipeline.schema import BudgetLimits, RunOptions, RunResult
-from pipeline.web.search import make_provider
+from pipeline.core.schema import BudgetLimits, RunOptions, RunResult
+from pipeline.web.search.service import make_provider
 from tests.fakes.anthropic_api import FakeAnthropic, MessagesRequest
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import Canned, FakeSearchApi, Hit

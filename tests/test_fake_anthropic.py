@@ -13,7 +13,7 @@ import httpx
 import pytest
 from fakes.anthropic_api import FakeAnthropic, MessagesRequest, reply_text, reply_tool_use
 
-from pipeline.schema import Plan
+from pipeline.core.schema import Plan
 
 EPH = {"type": "ephemeral"}
 

@@ -26,10 +26,10 @@ import httpcore
 import pytest
 from fakes.web_server import Route, WebServer
 
-from pipeline.budget import Budget, Phase
+from pipeline.core.budget import Budget, Phase
 from pipeline.config import Settings
-from pipeline.events import ListSink
-from pipeline.schema import BudgetLimits, FetchResult
+from pipeline.core.events import ListSink
+from pipeline.core.schema import BudgetLimits, FetchResult
 from pipeline.web.fetch import MAX_REDIRECTS, Fetcher, SavedPage, decode_text
 
 ROOT = Path(__file__).resolve().parent.parent

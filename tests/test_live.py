@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.budget import Budget, Phase, Refusal
+from pipeline.core.budget import Budget, Phase, Refusal
 from pipeline.config import Settings
-from pipeline.live import PRESETS, Job, JobRegistry, LiveLimits, Refused, SpendLedger
-from pipeline.saved_runs import load_run_file, load_timeline
-from pipeline.schema import BudgetLimits
-from pipeline.store import RunStore
+from ui.jobs import PRESETS, Job, JobRegistry, LiveLimits, Refused
+from ui.ledger import SpendLedger
+from pipeline.store.files import load_run_file
+from pipeline.store.timeline import load_timeline
+from pipeline.core.schema import BudgetLimits
+from pipeline.store.sqlite import RunStore
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit

@@ -18,10 +18,10 @@ from fakes.anthropic_api import (
 )
 from pydantic import BaseModel
 
-from pipeline.budget import Budget, Grant, Phase
+from pipeline.core.budget import Budget, Grant, Phase
 from pipeline.config import ConfigError, Settings
-from pipeline.llm import LLM, REPAIR_INTRO, WEB_SEARCH_TOOL, LLMError
-from pipeline.schema import BudgetLimits
+from pipeline.models.anthropic import LLM, REPAIR_INTRO, WEB_SEARCH_TOOL, LLMError
+from pipeline.core.schema import BudgetLimits
 
 KEY = "sk-ant-test-" + "Zq7" * 10
 LEAD = "claude-sonnet-5-5"
@@ -436,10 +436,10 @@ def test_default_client_needs_an_api_key() -> None:
 
 def test_a_caller_catching_llm_error_prints_no_traceback() -> None:
     script = textwrap.dedent("""
-        from pipeline.budget import Budget
+        from pipeline.core.budget import Budget
         from pipeline.config import Settings
-        from pipeline.llm import LLM, LLMError
-        from pipeline.schema import BudgetLimits
+        from pipeline.models.anthropic import LLM, LLMError
+        from pipeline.core.schema import BudgetLimits
         s = Settings()
         llm = LLM(s, Budget(BudgetLimits(), s.price))
         for case in ("overloaded", "server", "hang", "malformed", "refusal"):

@@ -5,8 +5,8 @@ import threading
 
 import pytest
 
-from pipeline.notebook import Notebook
-from pipeline.schema import FetchResult, Finding, RejectedFinding
+from pipeline.core.notebook import Notebook
+from pipeline.core.schema import FetchResult, Finding, RejectedFinding
 
 TEXT = (
     "The Sorbonne library was founded in 1257 by Robert de Sorbon.\n\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.quotes import MAX_GAP_CHARS, MIN_QUOTE_CHARS, QuoteIndex, Span, find_quote
+from pipeline.core.quotes import MAX_GAP_CHARS, MIN_QUOTE_CHARS, QuoteIndex, Span, find_quote
 
 GROUND_TRUTH = Path(__file__).resolve().parents[2] / "shared" / "data" / "extraction" / "ground-truth.json"
 

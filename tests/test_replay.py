@@ -10,17 +10,17 @@ from typing import Any
 
 import pytest
 
-from pipeline.__main__ import main
-from pipeline.budget import Budget, Phase
+from pipeline.cli.main import main
+from pipeline.core.budget import Budget, Phase
 from pipeline.config import Settings
-from pipeline.events import ListSink
-from pipeline.llm import LLM, LLMError
-from pipeline.run import build_context, research
-from pipeline.schema import BudgetLimits, RunOptions, RunResult
-from pipeline.store import RunStore
-from pipeline.tape import Tape, TapeMode
+from pipeline.core.events import ListSink
+from pipeline.models.anthropic import LLM, LLMError
+from pipeline.research.orchestrator import build_context, research
+from pipeline.core.schema import BudgetLimits, RunOptions, RunResult
+from pipeline.store.sqlite import RunStore
+from pipeline.replay.tape import Tape, TapeMode
 from pipeline.web.fetch import Fetcher
-from pipeline.web.search import SearchService, make_provider
+from pipeline.web.search.service import SearchService, make_provider
 from tests.fakes.anthropic_api import FakeAnthropic, reply_web_search
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
@@ -156,7 +156,7 @@ def test_a_call_the_recording_lacks_fails_without_any_network(tmp_path: Path) ->
 
 
 def test_an_anthropic_search_the_recording_lacks_is_a_message_not_a_crash() -> None:
-    from pipeline.store import StoredEvent
+    from pipeline.store.sqlite import StoredEvent
 
     recorded = StoredEvent(seq=1, kind="search", payload={"query": "recorded query", "provider": "anthropic",
                                                           "n": 10, "results": []})
@@ -173,8 +173,8 @@ def test_an_anthropic_search_the_recording_lacks_is_a_message_not_a_crash() -> N
 def test_a_page_reached_by_redirect_is_served_by_its_final_url_too_and_charged_once(first: str) -> None:
     """The original run fetched http://x.example/a (redirected to https); a worker asking for the https URL was
     answered from the Fetcher's cache. In a replay that worker may come first."""
-    from pipeline.schema import FetchResult
-    from pipeline.store import StoredEvent
+    from pipeline.core.schema import FetchResult
+    from pipeline.store.sqlite import StoredEvent
 
     page_ = FetchResult(ok=True, url="http://x.example/a", final_url="https://x.example/a", status=200,
                         content_type="text/html", title="A", text="Qdrant Cloud pricing starts at 25 dollars.")
@@ -249,8 +249,8 @@ def test_replay_of_a_run_searching_through_anthropic_charges_its_search_calls(tm
 
 
 def test_a_request_that_changed_since_the_recording_is_reported_but_a_new_page_nonce_is_not() -> None:
-    from pipeline.store import StoredEvent
-    from pipeline.untrusted import wrap
+    from pipeline.store.sqlite import StoredEvent
+    from pipeline.core.untrusted import wrap
 
     settings = Settings()
     page_text = wrap("Qdrant Cloud pricing starts at 25 dollars.", source_id="S1")  # a fresh random nonce each time

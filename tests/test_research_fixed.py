@@ -12,9 +12,9 @@ from tests.fakes.context import make_context, static_resolver
 from tests.fakes.search_apis import FakeSearchApi, Hit, Request
 from tests.fakes.web_server import Route, WebServer
 
-from pipeline.context import RunContext
-from pipeline.schema import BudgetLimits, Plan, RunOptions, SubQuestion
-from pipeline.steps.research import Candidate, rank, research_fixed
+from pipeline.research.context import RunContext
+from pipeline.core.schema import BudgetLimits, Plan, RunOptions, SubQuestion
+from pipeline.research.steps.research import Candidate, rank, research_fixed
 
 HOSTS = ("alpha.test", "www.alpha.test", "beta.test", "gamma.test")
 

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.__main__ import main
-from pipeline.checkpoint import Checkpoint
-from pipeline.schema import RunOptions, RunResult
-from pipeline.store import REEMITTED, RunStore, StoreError
-from pipeline.tape import without_nonces
+from pipeline.cli.main import main
+from pipeline.replay.checkpoint import Checkpoint
+from pipeline.core.schema import RunOptions, RunResult
+from pipeline.store.sqlite import REEMITTED, RunStore, StoreError
+from pipeline.replay.tape import without_nonces
 from tests.fakes.anthropic_api import FakeAnthropic, MessagesRequest
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit

@@ -7,9 +7,9 @@ import re
 import pytest
 from test_write import GAPS, QUESTION, World, corpus, world  # noqa: F401  (corpus, world: fixtures)
 
-from pipeline.prompts import load
-from pipeline.steps.checks import sentences
-from pipeline.steps.review import review, write_and_review
+from pipeline.research.prompts import load
+from pipeline.research.steps.checks import sentences
+from pipeline.research.steps.review import review, write_and_review
 
 CLEAN = [
     "The city council approved a budget of 12 million euros for 2024 [F1].",

@@ -12,14 +12,15 @@ from typing import Any, Callable, Iterator
 import httpx
 import pytest
 
-from pipeline.budget import Budget, Phase
+from pipeline.core.budget import Budget, Phase
 from pipeline.config import ConfigError, Settings
-from pipeline.events import ListSink
-from pipeline.llm import LLM
-from pipeline.schema import BudgetLimits, SearchResult
-from pipeline.web.search import (
+from pipeline.core.events import ListSink
+from pipeline.models.anthropic import LLM
+from pipeline.core.schema import BudgetLimits, SearchResult
+from pipeline.cli.commands import search_results
+from pipeline.web.search.service import (
     AnthropicWebSearch, BraveSearch, SearchFailed, SearchService, SearxngSearch, TavilySearch, make_provider,
-    parse_web_search_blocks, search_command_results,
+    parse_web_search_blocks,
 )
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.search_apis import Canned, FakeSearchApi, Hit, Kind
@@ -247,7 +248,7 @@ def test_search_command_results_with_searxng(monkeypatch: pytest.MonkeyPatch) ->
     with FakeSearchApi("searxng", HITS) as api:
         monkeypatch.setenv("RESEARCH_SEARCH_PROVIDER", "searxng")
         monkeypatch.setenv("RESEARCH_SEARXNG_URL", api.base_url)
-        results = search_command_results("titan", Settings(), n=2)
+        results = search_results("titan", Settings(), n=2)
     assert [r.title for r in results] == ["Europa's plumes", "Titan map"]
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.sqlite_tx import immediate, opened
+from pipeline.store.sqlite_tx import immediate, opened
 
 
 def test_a_failure_inside_the_transaction_rolls_everything_back(tmp_path: Path) -> None:

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from pipeline.config import Settings
-from pipeline.context import RunContext
-from pipeline.events import EventSink, ListSink
-from pipeline.run import build_context, research
-from pipeline.schema import Report, RunOptions, RunResult
-from pipeline.store import SCHEMA_VERSION, RunStore, StoreError
-from pipeline.web.search import make_provider
+from pipeline.research.context import RunContext
+from pipeline.core.events import EventSink, ListSink
+from pipeline.research.orchestrator import build_context, research
+from pipeline.core.schema import Report, RunOptions, RunResult
+from pipeline.store.sqlite import SCHEMA_VERSION, RunStore, StoreError
+from pipeline.web.search.service import make_provider
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
@@ -99,8 +99,8 @@ def test_eight_runs_writing_at_once_lose_nothing(fakes: Fakes, tmp_path: Path) -
 
 WRITER = textwrap.dedent("""
     import os, sys, time
-    from pipeline.schema import RunOptions
-    from pipeline.store import RunStore
+    from pipeline.core.schema import RunOptions
+    from pipeline.store.sqlite import RunStore
     db, run_id, n, folder = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     store = RunStore(db)
     rec = store.recorder(run_id)

@@ -11,12 +11,12 @@ from fakes.context import CLOSED_PORT_URL, make_context
 from fakes.search_apis import Canned, FakeSearchApi, Hit
 from fakes.web_server import Route, WebServer
 
-from pipeline.context import RunContext
-from pipeline.events import ListSink
-from pipeline.llm import request_body
-from pipeline.schema import BudgetLimits, SearchResult, SubQuestion
-from pipeline.tools.toolbox import REFUSED, REPEATED_CALL, TOOL_ORDER, TOOLS, Toolbox
-from pipeline.web.search import SearchService
+from pipeline.research.context import RunContext
+from pipeline.core.events import ListSink
+from pipeline.models.anthropic import request_body
+from pipeline.core.schema import BudgetLimits, SearchResult, SubQuestion
+from pipeline.research.tools.toolbox import REFUSED, REPEATED_CALL, TOOL_ORDER, TOOLS, Toolbox
+from pipeline.web.search.service import SearchService
 
 RIVER = ["The river report was published on 12 March 2024 by the regional water agency.",
          "It covers forty monitoring stations along the main channel and its tributaries."]

@@ -16,14 +16,14 @@ from fakes.context import make_context
 from fakes.search_apis import FakeSearchApi, Hit
 from fakes.web_server import Route, WebServer
 
-from pipeline.context import RunContext
-from pipeline.events import ListSink
-from pipeline.prompts import load
-from pipeline.schema import BudgetLimits, Plan, RunOptions, SubQuestion
-from pipeline.steps.worker import (
+from pipeline.research.context import RunContext
+from pipeline.core.events import ListSink
+from pipeline.research.prompts import load
+from pipeline.core.schema import BudgetLimits, Plan, RunOptions, SubQuestion
+from pipeline.research.steps.worker import (
     NOTE_BUDGET, NOTE_WRAP_UP, NUDGE_BRIEF, NUDGE_PROSE, describes_tool_call, first_message, research_tools,
 )
-from pipeline.tools.toolbox import TOOL_ORDER
+from pipeline.research.tools.toolbox import TOOL_ORDER
 
 PAGES = {
     "/q1": ("River report", ["The river report was published on 12 March 2024 by the regional water agency.",

@@ -13,20 +13,20 @@ from typing import Iterator
 import pytest
 from fakes.anthropic_api import FakeAnthropic, FakeReply, MessagesRequest, default_brain, reply_json, reply_text
 
-from pipeline.budget import Budget, Phase
+from pipeline.core.budget import Budget, Phase
 from pipeline.config import Settings
-from pipeline.context import RunContext
-from pipeline.events import ListSink
-from pipeline.llm import LLM, LLMError
-from pipeline.notebook import Notebook
-from pipeline.prompts import load
-from pipeline.schema import BudgetLimits, Calculation, Conflict, Finding, Problem, Source
-from pipeline.steps.checks import Evidence, check_report
-from pipeline.steps.review import write_and_review
-from pipeline.steps.write import LABEL, no_evidence_report, sources_section, write_report, writer_message
+from pipeline.research.context import RunContext
+from pipeline.core.events import ListSink
+from pipeline.models.anthropic import LLM, LLMError
+from pipeline.core.notebook import Notebook
+from pipeline.research.prompts import load
+from pipeline.core.schema import BudgetLimits, Calculation, Conflict, Finding, Problem, Source
+from pipeline.research.steps.checks import Evidence, check_report
+from pipeline.research.steps.review import write_and_review
+from pipeline.research.steps.write import LABEL, no_evidence_report, sources_section, write_report, writer_message
 from pipeline.web.corpus import Corpus, CorpusPage, CorpusSearch, build_corpus
 from pipeline.web.fetch import Fetcher
-from pipeline.web.search import SearchService
+from pipeline.web.search.service import SearchService
 
 KEY = "sk-ant-test-" + "Wr1" * 8
 QUESTION = "How is the city's transport budget spent?"
@@ -339,8 +339,8 @@ def test_write_and_review_without_findings_makes_no_model_call(world: World) -> 
 
 
 def test_label_names_the_proxies_of_the_plan() -> None:
-    from pipeline.steps.checks import Evidence
-    from pipeline.steps.write import label, no_evidence_report
+    from pipeline.research.steps.checks import Evidence
+    from pipeline.research.steps.write import label, no_evidence_report
 
     ev = Evidence(findings=[], sources=[], gaps=["q"], proxies=["most popular measured by [most GitHub stars](x)"])
     line = label(ev)

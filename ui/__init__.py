@@ -1,1 +1,1 @@
-"""The Streamlit app's pages and components; logic lives in pipeline/ (saved_runs, render, access, live)."""
+"""The Streamlit app: pages, components, session state, safe rendering, saved-run library, live jobs, access."""

@@ -11,7 +11,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from pipeline.config import Settings
 
 if TYPE_CHECKING:
-    from pipeline.live import LiveLimits
+    from ui.jobs import LiveLimits
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,7 +62,7 @@ class AppConfig(BaseSettings):
 
     @property
     def live_limits(self) -> LiveLimits:
-        from pipeline.live import LiveLimits  # the live-run stack (model client, fetcher) loads only when needed
+        from ui.jobs import LiveLimits  # the live-run stack (model client, fetcher) loads only when needed
 
         return LiveLimits(max_concurrent=self.live_max_concurrent, daily_usd=self.live_daily_usd,
                           max_run_usd=self.live_max_run_usd)

@@ -8,17 +8,19 @@ from typing import TYPE_CHECKING
 import streamlit as st
 from pydantic import ValidationError
 
-from pipeline.access import AccessState, AttemptLimiter, SecretManagerCode, access_state, make_client
+from ui.access import AccessState, AttemptLimiter, SecretManagerCode, access_state, make_client
 from pipeline.config import Settings
-from pipeline.saved_runs import RUN_ID, RunLibrary, Timeline, load_run_file, load_timeline
-from pipeline.schema import RunResult
-from pipeline.store import RunStore
+from pipeline.store.files import RUN_ID, load_run_file
+from pipeline.store.timeline import Timeline, load_timeline
+from ui.library import RunLibrary
+from pipeline.core.schema import RunResult
+from pipeline.store.sqlite import RunStore
 
 from .components import md_text
 from .config import AppConfig, env_problem
 
 if TYPE_CHECKING:
-    from pipeline.live import JobRegistry
+    from ui.jobs import JobRegistry
 
 
 def config() -> AppConfig:
@@ -56,7 +58,8 @@ def store(cfg: AppConfig, *, create: bool = False) -> RunStore | None:
 @st.cache_resource(show_spinner=False)
 def _registry(live_dir: str, limits_db: str, limits_json: str, db_path: str) -> JobRegistry:
     # Imported here: the public pages never load the live-run stack (model client, fetcher, extraction).
-    from pipeline.live import JobRegistry, LiveLimits, SpendLedger
+    from ui.jobs import JobRegistry, LiveLimits
+    from ui.ledger import SpendLedger
 
     return JobRegistry(runs_dir=Path(live_dir), ledger=SpendLedger(Path(limits_db)),
                        limits=LiveLimits.model_validate_json(limits_json), store=_store(db_path))

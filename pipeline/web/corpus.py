@@ -32,11 +32,11 @@ from typing import Iterable, NamedTuple
 import trafilatura
 from pydantic import BaseModel, ValidationError
 
-from ..config import ConfigError
-from ..schema import SearchResult
-from .extract import ExtractionError
-from .fetch import SavedPage, decode_text, extract_document
-from .urls import normalise_url
+from pipeline.config import ConfigError
+from pipeline.core.schema import SearchResult
+from pipeline.web.extract import ExtractionError
+from pipeline.web.fetch import SavedPage, decode_text, extract_document
+from pipeline.core.urls import normalise_url
 
 MANIFEST = "manifest.jsonl"
 INDEX = ".index.sqlite"

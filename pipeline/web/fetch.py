@@ -35,16 +35,16 @@ from urllib.parse import urljoin
 import httpcore
 import httpx
 
-from pipeline.budget import Budget, Phase
+from pipeline.core.budget import Budget, Phase
 from pipeline.config import Settings
-from pipeline.events import EventSink, NullSink
-from pipeline.schema import ErrorKind, FetchResult
-from pipeline.tape import NOT_RECORDED, Tape, charge_unit
+from pipeline.core.events import EventSink, NullSink
+from pipeline.core.schema import ErrorKind, FetchResult
+from pipeline.replay.tape import NOT_RECORDED, Tape, charge_unit
 from pipeline.web.extract import Extracted, ExtractionError, extract_html, extract_pdf, extract_text_plain
 from pipeline.web.guard import Blocked, Resolver, Vetted, check_url, default_resolver
 from pipeline.web.charset import decode_text
 from pipeline.web.transport import DeadlineBackend, GuardedTransport
-from pipeline.web.urls import normalise_url
+from pipeline.core.urls import normalise_url
 
 MAX_REDIRECTS = 5
 Kind = Literal["html", "text", "pdf"]
@@ -87,11 +87,6 @@ def extract_document(kind: Kind, content: str | bytes, url: str) -> Extracted:
         return extract_pdf(content if isinstance(content, bytes) else content.encode())
     text = content if isinstance(content, str) else content.decode("utf-8", "replace")
     return extract_html(text, url=url) if kind == "html" else extract_text_plain(text)
-
-
-def fetch_command_result(url: str, settings: Settings) -> FetchResult:
-    """One guarded fetch and extraction with production defaults: `python -m pipeline fetch URL`."""
-    return Fetcher(settings).fetch(url)
 
 
 class _Failure(Exception):

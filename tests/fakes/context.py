@@ -16,16 +16,16 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol, Sequence
 
-from pipeline.budget import Budget
+from pipeline.core.budget import Budget
 from pipeline.config import Settings
-from pipeline.context import RunContext
-from pipeline.events import EventSink, ListSink
-from pipeline.llm import LLM
-from pipeline.notebook import Notebook
-from pipeline.schema import BudgetLimits
+from pipeline.research.context import RunContext
+from pipeline.core.events import EventSink, ListSink
+from pipeline.models.anthropic import LLM
+from pipeline.core.notebook import Notebook
+from pipeline.core.schema import BudgetLimits
 from pipeline.web.fetch import Fetcher
 from pipeline.web.guard import default_resolver
-from pipeline.web.search import SearchService, make_provider
+from pipeline.web.search.service import SearchService, make_provider
 
 API_KEY = "sk-ant-test"
 SEARCH_KEY = "k"

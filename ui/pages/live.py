@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pipeline.access import code_matches, reveals_code, visitor_id
-from pipeline.live import PRESETS, Job, JobRegistry
-from pipeline.saved_runs import load_timeline
+from ui.access import code_matches, reveals_code, visitor_id
+from ui.jobs import PRESETS, Job, JobRegistry
+from pipeline.store.timeline import load_timeline
 from ui.components import md_text, show_report
 from ui.state import access, config, limiter, registry
 

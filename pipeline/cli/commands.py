@@ -1,0 +1,122 @@
+"""CLI commands that research, fetch and search, and how a RunResult is printed and saved."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pipeline.cli.progress import StderrProgress
+from pipeline.config import ConfigError, Settings
+from pipeline.core.schema import RunOptions, RunResult, SearchResult
+from pipeline.research.orchestrator import new_run_id, research
+from pipeline.store.sqlite import RunStore
+from pipeline.web.fetch import Fetcher
+from pipeline.web.search.service import SearchFailed, make_provider, unique_results
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def search_results(query: str, settings: Settings, n: int = 10) -> list[SearchResult]:
+    """One search with production defaults: `python -m pipeline search QUERY`. Raises SearchFailed/ConfigError."""
+    return unique_results(make_provider(settings).search(query, n=n))[:n]
+
+
+def cmd_fetch(args: argparse.Namespace, settings: Settings) -> int:
+    result = Fetcher(settings).fetch(args.url)
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    elif result.ok:
+        print(f"# {result.title or '(no title)'}\n{result.final_url}  {result.published or ''}\n")
+        print(result.text or "")
+    else:
+        print(result.error, file=sys.stderr)
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    if args.n < 1:
+        print("research search: -n must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        results = search_results(args.query, settings, n=args.n)
+    except SearchFailed as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        print(json.dumps([r.model_dump() for r in results], indent=2, ensure_ascii=False))
+    elif not results:
+        print(f"No results for {args.query!r}.")
+    else:
+        for i, r in enumerate(results, 1):
+            print(f"{i}. {r.title}\n   {r.url}\n   {r.snippet}\n")
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    return run_question(args.question, mode=args.mode, json_path=args.json, quiet=args.quiet, settings=settings)
+
+
+def run_question(question: str, *, mode: str, json_path: str | None, quiet: bool, settings: Settings) -> int:
+    """`python -m pipeline run`: progress on stderr, the report on stdout, the RunResult JSON to `json_path`.
+
+    The run is recorded in the run store (RESEARCH_DB); its id and the command that resumes it are printed first.
+    """
+    settings.require_model_access()
+    settings.require_search_access()
+    if not question.strip():
+        raise ConfigError("the question is empty; pass the question to research in quotes")
+    check_json_path(json_path)
+    run_id = new_run_id()
+    with RunStore(settings.db_path) as store:
+        print(f"research: run {run_id} started ({mode} mode); resume with: python -m pipeline resume {run_id}",
+              file=sys.stderr, flush=True)
+        try:
+            options = RunOptions(mode=mode)  # type: ignore[arg-type]
+            result = research(question, settings, options=options, run_id=run_id, events=StderrProgress(quiet=quiet),
+                              store=store)
+        except KeyboardInterrupt:
+            print(f"research: run {run_id} interrupted; resume with: python -m pipeline resume {run_id}",
+                  file=sys.stderr, flush=True)
+            raise
+    return print_outcome(result, json_path)
+
+
+def check_json_path(json_path: str | None) -> None:
+    """ConfigError naming the fix when `json_path` cannot be written: checked before a run is paid for."""
+    if not json_path:
+        return
+    path = Path(json_path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        existed = path.exists()
+        with path.open("a", encoding="utf-8"):
+            pass
+        if not existed:
+            path.unlink()
+    except OSError as e:
+        raise ConfigError(f"cannot write the JSON to {json_path} ({e.strerror or e}); pass --json a writable "
+                          "file path") from None
+
+
+def print_outcome(result: RunResult, json_path: str | None, verb: str = "") -> int:
+    """The report on stdout, problems and a one-line summary on stderr, the JSON to `json_path`; the exit code.
+
+    The report is printed first, so a JSON file that cannot be written loses nothing (exit 1, one line on it).
+    """
+    print(result.report.markdown, flush=True)
+    for p in result.problems:
+        print(f"research: problem ({p.kind}): {p.message}", file=sys.stderr)
+    written = False
+    if json_path:
+        try:
+            Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+            Path(json_path).write_text(result.model_dump_json(indent=2), encoding="utf-8")
+            written = True
+        except OSError as e:
+            print(f"research: cannot write the JSON to {json_path} ({e.strerror or e}); the run is in the run "
+                  f"store: python -m pipeline export {result.run_id} PATH", file=sys.stderr)
+    print(f"research: run {result.run_id}{verb} {result.status}; ${result.usage.cost_usd:.4f}, "
+          f"{result.usage.model_calls} model calls, {result.usage.searches} searches, "
+          f"{result.usage.fetches} fetches" + (f"; JSON in {json_path}" if written else ""), file=sys.stderr)
+    return 1 if result.status == "failed" or (json_path and not written) else 0

@@ -1,0 +1,139 @@
+"""CLI commands over the run store (RESEARCH_DB): runs, replay, resume, export."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import unicodedata
+from pathlib import Path
+
+from pipeline.cli.commands import EXIT_FAILED, EXIT_OK, check_json_path, print_outcome
+from pipeline.cli.progress import StderrProgress
+from pipeline.config import ConfigError, Settings
+from pipeline.core.schema import RunResult
+from pipeline.replay.tape import Tape, TapeMode
+from pipeline.research.orchestrator import new_run_id, research
+from pipeline.store.sqlite import RUNNING, RunRow, RunStore, StoreError
+
+
+def _store(settings: Settings, *, must_exist: bool = True) -> RunStore:
+    path = Path(settings.db_path)
+    if must_exist and not path.exists():
+        raise StoreError(f"there is no run store at {path}; runs are recorded there by `python -m pipeline run` "
+                         "(RESEARCH_DB chooses the file)")
+    return RunStore(path)
+
+
+def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
+    if not Path(settings.db_path).exists():
+        print("[]" if args.json else f"No runs recorded in {settings.db_path}.")
+        return EXIT_OK
+    with _store(settings) as store:
+        rows = store.runs(limit=args.limit)
+    if args.json:
+        print(json.dumps([r.model_dump() for r in rows], indent=2, ensure_ascii=False))
+        return EXIT_OK
+    if not rows:
+        print(f"No runs recorded in {settings.db_path}.")
+        return EXIT_OK
+    print(f"{'ID':<12}  {'DATE':<25}  {'STATUS':<11}  {'MODE':<5}  {'COST':>8}  QUESTION")
+    for r in rows:
+        question = _printable(r.question)
+        question = question if len(question) <= 70 else question[:69] + "…"
+        print(f"{r.id:<12}  {r.date:<25}  {r.status:<11}  {r.mode:<5}  ${r.cost:>7.4f}  {question}")
+    return EXIT_OK
+
+
+def _printable(text: str) -> str:
+    """`text` without control and format characters: a question must not send escape sequences to the terminal."""
+    return "".join(c for c in text if unicodedata.category(c) not in ("Cc", "Cf"))
+
+
+def _recorded_models(settings: Settings, row: RunRow) -> Settings:
+    """Settings with the run's own model ids: recorded answers belong to those models."""
+    update = {k: row.models[k] for k in ("lead", "worker") if row.models.get(k)}
+    return settings.model_copy(update={f"{k}_model": v for k, v in update.items()})
+
+
+def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
+    check_json_path(args.json)
+    with _store(settings) as store:
+        row = store.require_run(args.run_id)
+        mode = TapeMode.LIVE_MODEL if args.live_model else TapeMode.REPLAY
+        if args.live_model:
+            settings.require_model_access()  # the model is live: the environment's key and model ids
+        else:
+            settings = _recorded_models(settings, row)
+        tape = Tape.from_store(store, row.id, mode)
+        run_id = new_run_id()
+        how = "searches and fetches from the store, live model" if args.live_model else "offline, from the store"
+        print(f"research: replaying run {row.id} as run {run_id} ({how})", file=sys.stderr, flush=True)
+        result = research(row.question, settings, options=row.run_options, run_id=run_id, store=store, tape=tape,
+                          events=StderrProgress(quiet=args.quiet))
+        original = store.result(row.id)
+    summary = tape.summary()
+    if summary["missed"] or summary["diverged"]:
+        print(f"research: {summary['missed']} calls were not in the recording; requests that differ from the "
+              f"recording (code or prompts changed): {', '.join(summary['diverged']) or 'none'}", file=sys.stderr)
+    if original is not None:
+        differing = compare_results(original, result)
+        print("research: the replay matches the recorded result" if not differing else
+              f"research: the replay differs from the recorded result in: {', '.join(differing)}", file=sys.stderr)
+    return print_outcome(result, args.json, verb=f" (replay of {row.id})")
+
+
+def compare_results(a: RunResult, b: RunResult) -> list[str]:
+    """Top-level RunResult fields that differ, ignoring run_id and timings."""
+    skip = {"run_id", "timings"}
+    da, db = a.model_dump(mode="json"), b.model_dump(mode="json")
+    return [k for k in da if k not in skip and da[k] != db.get(k)]
+
+
+def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
+    check_json_path(args.json)
+    with _store(settings) as store:
+        row = store.require_run(args.run_id)
+        if row.status != RUNNING:
+            print(f"research: run {row.id} already finished ({row.status}); nothing to resume. Export it with: "
+                  f"python -m pipeline export {row.id} PATH", file=sys.stderr)
+            return EXIT_FAILED
+        if row.shown_status == RUNNING:
+            print(f"research: run {row.id} is still running (process {row.pid} on {row.host}); stop it first, "
+                  "or wait for it to finish", file=sys.stderr)
+            return EXIT_FAILED
+        tape = Tape.from_store(store, row.id, TapeMode.RESUME)
+        if tape.provider and tape.provider != settings.search_provider:  # recorded searches belong to it
+            raise ConfigError(f"run {row.id} searched with {tape.provider}; resume it with "
+                              f"RESEARCH_SEARCH_PROVIDER={tape.provider} (and that provider's key or URL)")
+        settings = _recorded_models(settings, row)
+        settings.require_model_access()
+        settings.require_search_access()
+        store.claim(row)
+        checkpoint = store.checkpoint(row.id)
+        where = f"after {checkpoint['after']}" if checkpoint else "from the start (no step had finished)"
+        print(f"research: resuming run {row.id} {where}; recorded calls are reused, not repeated",
+              file=sys.stderr, flush=True)
+        result = research(row.question, settings, options=row.run_options, run_id=row.id, store=store, tape=tape,
+                          events=StderrProgress(quiet=args.quiet))
+    summary = tape.summary()
+    print(f"research: {summary['served']} recorded calls reused, {summary['missed']} made now", file=sys.stderr)
+    return print_outcome(result, args.json, verb=" (resumed)")
+
+
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    with _store(settings) as store:
+        row = store.require_run(args.run_id)
+        result = store.result(row.id)
+    if result is None:
+        print(f"research: run {row.id} has no result yet ({row.shown_status}); resume it with: "
+              f"python -m pipeline resume {row.id}", file=sys.stderr)
+        return EXIT_FAILED
+    path = Path(args.path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(result.model_dump_json(indent=2), encoding="utf-8")
+    except OSError as e:
+        print(f"research: cannot write {path} ({e.strerror or e}); choose a writable file path", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"research: run {row.id} written to {path}", file=sys.stderr)
+    return EXIT_OK

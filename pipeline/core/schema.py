@@ -1,0 +1,208 @@
+"""Pydantic models for the data that flows between steps; RunResult is the JSON contract."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ErrorKind = Literal[
+    "blocked", "too_large", "timeout", "http_status", "unsupported_type", "network", "budget", "repeat_failure"
+]
+Confidence = Literal["high", "medium", "low"]
+Support = Literal["supported", "partial", "unsupported", "unknown"]
+RunStatus = Literal["complete", "partial", "failed"]
+Mode = Literal["fixed", "tools"]
+
+
+class ModelPrice(BaseModel):
+    """US dollars per million tokens of each kind."""
+
+    input: float
+    output: float
+    cache_write: float
+    cache_read: float
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SearchResult(_Model):
+    """One hit from a search provider: snippets only, never page text."""
+
+    title: str
+    url: str
+    snippet: str = ""
+    published: str | None = None
+
+
+class FetchResult(_Model):
+    """One guarded fetch and extraction; the `fetch --json` contract. `text` is what quotes are checked against."""
+
+    ok: bool
+    error_kind: ErrorKind | None = None
+    error: str | None = None
+    url: str
+    final_url: str | None = None
+    status: int | None = None
+    content_type: str | None = None
+    title: str | None = None
+    text: str | None = None
+    published: str | None = None
+    truncated: bool = False
+    bytes: int = 0
+
+
+class Source(_Model):
+    """A page fetched in this run. Its full text lives in the notebook and the run store, not here."""
+
+    id: str
+    url: str
+    final_url: str
+    title: str | None = None
+    published: str | None = None
+    fetched_at: str
+    sha256: str
+    chars: int
+
+
+class Finding(_Model):
+    """A claim backed by a quote that code located at text[start:end] of the source's stored text."""
+
+    id: str
+    sub_question: str | None = None
+    source: str
+    claim: str
+    quote: str
+    start: int
+    end: int
+    confidence: Confidence = "medium"
+    support: Support = "unknown"
+    confirmed_with_find_in_page: bool = False
+
+
+class RejectedFinding(_Model):
+    """A proposed finding the notebook refused, with the reason (kept for the record, never reported as fact)."""
+
+    sub_question: str | None = None
+    source: str
+    claim: str
+    quote: str
+    reason: str
+
+
+class SubQuestion(_Model):
+    id: str
+    question: str
+    success_criterion: str = ""
+    proxy: str | None = Field(None, description="The checkable proxy chosen for a vague term, if any.")
+    queries: list[str] = Field(default_factory=list)
+    is_premise_check: bool = False
+
+
+class Plan(_Model):
+    sub_questions: list[SubQuestion] = Field(default_factory=list)
+    not_researched: list[str] = Field(default_factory=list, description="Sub-questions cut from the plan.")
+    fallback: bool = Field(False, description="True when the plan fell back to the question itself.")
+
+
+class Conflict(_Model):
+    sub_question: str | None = None
+    description: str
+    findings: list[str] = Field(default_factory=list)
+
+
+class Calculation(_Model):
+    """A `calculate` result the writer may cite as [C#]; the reviewer checks its figures like quotes."""
+
+    id: str
+    expression: str
+    result: str
+    sub_question: str | None = None
+
+
+class RunStats(_Model):
+    """Quality signals: when the rejected share drifts, quality has drifted."""
+
+    findings_recorded: int = 0
+    confirmed_with_find_in_page: int = 0
+    quotes_rejected: int = 0
+    repeated_calls_refused: int = 0
+    review_rounds: int = 0
+
+
+class Report(_Model):
+    markdown: str = ""
+    gaps: list[str] = Field(default_factory=list)
+    conflicts: list[Conflict] = Field(default_factory=list)
+
+
+class Problem(_Model):
+    """Something a check found wrong with the run or the report, shown to the reader, never hidden."""
+
+    kind: str
+    message: str
+    step: str | None = None
+    sentence: str | None = None
+
+
+class Usage(_Model):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cost_usd: float = 0.0
+    model_calls: int = 0
+    searches: int = 0
+    fetches: int = 0
+
+
+class BudgetLimits(_Model):
+    """Hard ceilings for one run; `reserve` is the share of each held back from research for later steps."""
+
+    searches: int = 30
+    fetches: int = 40
+    model_calls: int = 80
+    input_tokens: int = 1_500_000
+    output_tokens: int = 150_000
+    cost_usd: float = 2.00
+    reserve: float = Field(0.3, ge=0.0, lt=1.0)
+
+
+class BudgetState(_Model):
+    limits: BudgetLimits = Field(default_factory=BudgetLimits)
+    used: Usage = Field(default_factory=Usage)
+
+
+class RunOptions(_Model):
+    """Per-run knobs (the CLI and the app set them); defaults are the production choices."""
+
+    mode: Mode = "fixed"
+    plan_candidates: int = Field(1, ge=1, le=5)
+    max_sub_questions: int = Field(4, ge=1, le=4)
+    results_per_query: int = Field(5, ge=1, le=20)
+    pages_per_sub_question: int = Field(3, ge=1, le=10)
+    worker_max_steps: int = Field(12, ge=2, le=50)
+    review_rounds: int = Field(2, ge=0, le=5)
+    limits: BudgetLimits = Field(default_factory=BudgetLimits)
+
+
+class RunResult(_Model):
+    """Everything one run produced; `model_dump_json()` is the RunResult JSON in DESIGN.md."""
+
+    run_id: str
+    question: str
+    mode: Mode
+    models: dict[str, str] = Field(default_factory=dict)
+    status: RunStatus
+    plan: Plan | None = None
+    sources: list[Source] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    rejected: list[RejectedFinding] = Field(default_factory=list)
+    calculations: list[Calculation] = Field(default_factory=list)
+    report: Report = Field(default_factory=Report)
+    stats: RunStats = Field(default_factory=RunStats)
+    problems: list[Problem] = Field(default_factory=list)
+    budget: BudgetState = Field(default_factory=BudgetState)
+    usage: Usage = Field(default_factory=Usage)
+    timings: dict[str, float] = Field(default_factory=dict)

@@ -1,0 +1,1 @@
+"""Model clients: the protocol the steps call (base.py), the Anthropic adapter, and the price table."""

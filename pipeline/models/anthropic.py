@@ -1,0 +1,361 @@
+"""The only module that talks to Anthropic: budgeted, recorded, cached model calls; structured output; clear errors.
+
+HTTP stack: the anthropic SDK is built on httpx2 and owns its HTTP client (connection pool, timeouts, and
+retries of 429/5xx/529/timeouts honouring retry-after, bounded by `max_retries`; we only cap each wait).
+We never hand it a client of our own: that would mix two HTTP stacks in one object and bypass the SDK's
+retry and timeout logic. Our page fetching (pipeline/web) uses httpx independently, as designed. Tests point the real
+SDK at a loopback fake of the Messages API through `base_url`, so serialisation, retries and error classes
+are the SDK's own code under test, not a mock.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from typing import Any, Callable, Literal, TypeVar
+
+import anthropic
+from pydantic import BaseModel, ValidationError
+
+from pipeline.research import prompts
+from pipeline.core.budget import Budget, Phase, Refusal
+from pipeline.config import Settings
+from pipeline.core.events import EventSink, NullSink, redact
+from pipeline.core.schema import Usage
+from pipeline.replay.tape import ModelCall, Tape, charge_model
+
+ErrorKind = Literal["budget", "rate_limited", "overloaded", "server", "timeout", "connection", "auth",
+                    "bad_request", "malformed", "refusal", "context_window", "not_recorded"]
+T = TypeVar("T", bound=BaseModel)
+
+MAX_CONTINUATIONS = 3
+MAX_RETRY_WAIT = 30.0  # seconds between two SDK retries, whatever retry-after asks
+EPHEMERAL = {"type": "ephemeral"}
+# The basic server-side search: plain result blocks and the widest model support. The newer versions
+# (web_search_20260209/20260318) filter results by running code, which costs more and needs newer models.
+WEB_SEARCH_TOOL = "web_search_20250305"
+# The results carry no readable snippet, so the relay prompt (prompts/web_search_relay.md) asks for one cited
+# sentence per result: the citations on those quotes become the snippets (pipeline/web/providers/anthropic.py).
+REPAIR_INTRO = "Your previous reply did not match the required JSON schema:"
+REPAIR_ASK = "Reply again with only the corrected JSON, nothing else."
+
+
+class LLMError(Exception):
+    """A model call failed in a way the caller must handle; str() is one clear line with the fix, never a key."""
+
+    def __init__(self, kind: ErrorKind, message: str):
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.message = message
+
+
+class ToolUse(BaseModel):
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+class ModelReply(BaseModel):
+    """One assistant turn (pause_turn continuations merged); `usage` is this turn's only, with cost."""
+
+    model: str
+    stop_reason: str | None
+    content: list[dict[str, Any]]
+    text: str
+    tool_uses: list[ToolUse]
+    usage: Usage
+    request_id: str | None = None
+
+    def as_message(self) -> dict[str, Any]:
+        """This turn as an assistant message, to append to the history of a tool loop."""
+        return {"role": "assistant", "content": self.content}
+
+
+class _BoundedRetries(anthropic.Anthropic):
+    """The SDK client, with each wait between retries capped: it obeys any retry-after, however long.
+
+    So one call takes at most (max_retries + 1) * timeout + max_retries * max_retry_wait seconds.
+    """
+
+    max_retry_wait = MAX_RETRY_WAIT
+
+    def _calculate_retry_timeout(self, *args: Any, **kwargs: Any) -> float:
+        return min(super()._calculate_retry_timeout(*args, **kwargs), self.max_retry_wait)
+
+
+class _Malformed(Exception):
+    """A 2xx answer whose body is not a Messages API message."""
+
+
+class LLM:
+    """Budgeted model calls: every HTTP request is authorised, settled with real usage and reported to `events`.
+
+    With a `tape` (pipeline/tape.py), a call the recording holds is served from it instead: charged with the
+    recorded usage, reported with {"replayed": true}; in a replay a call it lacks fails (kind not_recorded).
+    """
+
+    def __init__(self, settings: Settings, budget: Budget, events: EventSink = NullSink(), *,
+                 client: anthropic.Anthropic | None = None, clock: Callable[[], float] = time.monotonic,
+                 max_retry_wait: float = MAX_RETRY_WAIT, tape: Tape | None = None):
+        self._tape = tape
+        if client is None and not (tape is not None and tape.model_offline):
+            settings.require_model_access()
+            assert settings.anthropic_api_key is not None
+            client = _BoundedRetries(
+                api_key=settings.anthropic_api_key.get_secret_value(), base_url=settings.anthropic_base_url,
+                max_retries=settings.model_max_retries, timeout=settings.model_timeout,
+            )
+            client.max_retry_wait = max_retry_wait
+        self._settings = settings
+        self._budget = budget
+        self._events = events
+        self._client = client
+        self._clock = clock
+        self._secret = settings.anthropic_api_key.get_secret_value() if settings.anthropic_api_key else None
+
+    def call(self, *, model: str, system: str, messages: list[dict[str, Any]], max_tokens: int,
+             tools: list[dict[str, Any]] | tuple[dict[str, Any], ...] | None = None,
+             tool_choice: dict[str, Any] | None = None, phase: Phase = Phase.RESEARCH, purpose: str) -> ModelReply:
+        """One assistant turn; stop_reason max_tokens/tool_use are returned for the caller to act on."""
+        body = request_body(model=model, system=system, messages=messages, max_tokens=max_tokens,
+                            tools=tools, tool_choice=tool_choice)
+        return self._turn(body, phase, purpose)
+
+    def structured(self, *, model: str, system: str, messages: list[dict[str, Any]] | str, output: type[T],
+                   max_tokens: int, phase: Phase = Phase.RESEARCH, purpose: str) -> T:
+        """A reply validated into `output` via a JSON-schema output format, with one repair retry."""
+        convo = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
+        fmt = {"format": {"type": "json_schema", "schema": strict_schema(output)}}
+        body = request_body(model=model, system=system, messages=convo, max_tokens=max_tokens, output_config=fmt)
+        reply = self._turn(body, phase, purpose)
+        value, problems = _parse(reply, output)
+        if value is not None:
+            return value
+        bad = {"role": "assistant", "content": [{"type": "text", "text": reply.text.rstrip() or "(empty)"}]}
+        ask = "\n".join([REPAIR_INTRO, *(f"- {p}" for p in problems), REPAIR_ASK])
+        repair = [*convo, bad, {"role": "user", "content": ask}]
+        # A reply cut off at max_tokens gets room to finish; the budget still has to grant it.
+        tokens = max_tokens * 2 if reply.stop_reason == "max_tokens" else max_tokens
+        reply = self._turn({**body, "messages": repair, "max_tokens": tokens}, phase, f"{purpose}:repair")
+        value, problems = _parse(reply, output)
+        if value is not None:
+            return value
+        raise self._fail(purpose, LLMError(
+            "malformed", f"the model's reply did not match {output.__name__} after one repair attempt ({problems[0]})"))
+
+    def server_web_search(self, query: str, max_results: int, recency_days: int | None = None, *,
+                          phase: Phase = Phase.RESEARCH) -> list[dict[str, Any]]:
+        """The content blocks of one turn using Anthropic's server-side web_search tool (one search at most)."""
+        ask = f"Search query: {query}\nReport at most {max_results} results."
+        if recency_days:
+            ask += f"\nPrefer pages published in the last {recency_days} days."
+        tool = {"type": WEB_SEARCH_TOOL, "name": "web_search", "max_uses": 1}
+        # One stream per distinct search, so a recording keys it the same way whichever worker asks first.
+        digest = hashlib.sha256(json.dumps([query, max_results, recency_days]).encode()).hexdigest()[:12]
+        reply = self.call(model=self._settings.worker_model, system=prompts.load("web_search_relay"),
+                          messages=[{"role": "user", "content": ask}], max_tokens=1024, tools=[tool],
+                          phase=phase, purpose=f"web_search:{digest}")
+        return reply.content
+
+    # -- one turn: pause_turn continuations, refusal and context-window stops ---------------------
+    def _turn(self, body: dict[str, Any], phase: Phase, purpose: str) -> ModelReply:
+        content: list[dict[str, Any]] = []
+        usage = Usage()
+        for i in range(MAX_CONTINUATIONS + 1):
+            data, used, request_id = self._send(body, phase, purpose if i == 0 else f"{purpose}:continue")
+            content += data["content"]
+            usage = _add(usage, used)
+            if data.get("stop_reason") != "pause_turn" or i == MAX_CONTINUATIONS:
+                break
+            body = {**body, "messages": _continued(body["messages"], data["content"])}
+        stop = data.get("stop_reason")
+        if stop == "refusal":
+            raise self._fail(purpose, LLMError("refusal", "the model declined to answer this request; "
+                                                          "rephrase it or leave out the part it refused"))
+        if stop == "model_context_window_exceeded":
+            raise self._fail(purpose, LLMError("context_window", "the request is longer than the model's "
+                                               "context window; shorten the input (fewer or shorter sources)"))
+        return ModelReply(
+            model=str(data.get("model") or body["model"]), stop_reason=stop, content=content,
+            text="".join(b.get("text", "") for b in content if b.get("type") == "text"),
+            tool_uses=[ToolUse(id=b["id"], name=b["name"], input=b.get("input") or {})
+                       for b in content if b.get("type") == "tool_use"],
+            usage=usage, request_id=request_id,
+        )
+
+    # -- one HTTP call: authorise, send, settle, report ---------------------------------------------
+    def _send(self, body: dict[str, Any], phase: Phase, purpose: str) -> tuple[dict[str, Any], Usage, str | None]:
+        model = body["model"]
+        if self._tape is not None:
+            recorded = self._tape.model(purpose, body)
+            if recorded is not None:
+                return self._served(recorded, body, phase, purpose)
+            if self._tape.model_offline:
+                raise self._fail(purpose, LLMError("not_recorded", f"the recording has no model call {purpose!r} "
+                                                   "(the code or prompts changed since it was made); replay it "
+                                                   "with --live-model to call the model"))
+        assert self._client is not None, "no model client: this LLM only serves a recording"
+        estimate = len(json.dumps(body)) // 3 + 1
+        grant = self._budget.authorize_call(model, input_tokens=estimate, max_tokens=body["max_tokens"], phase=phase)
+        if isinstance(grant, Refusal):
+            raise self._fail(purpose, LLMError("budget", grant.message))
+        body = {**body, "max_tokens": grant.max_tokens}
+        self._events.emit("model_request", {"purpose": purpose, "model": model, "phase": phase.value, "body": body})
+        start = self._clock()
+        try:
+            raw = self._client.messages.with_raw_response.create(**body)
+            data = _message_json(raw.http_response.content)
+        except anthropic.APIError as e:
+            self._budget.release(grant)
+            raise self._fail(purpose, self._error_for(e)) from None
+        except _Malformed as e:
+            self._budget.release(grant)
+            raise self._fail(purpose, LLMError("malformed", f"Anthropic answered with {e}; try again")) from None
+        ms = (self._clock() - start) * 1000
+        u = data["usage"]
+        used = Usage(input_tokens=u["input_tokens"], output_tokens=u["output_tokens"],
+                     cache_read_input_tokens=u.get("cache_read_input_tokens") or 0,
+                     cache_creation_input_tokens=u.get("cache_creation_input_tokens") or 0, model_calls=1)
+        used.cost_usd = self._budget.settle(grant, used)
+        request_id = raw.http_response.headers.get("request-id")
+        self._events.emit("model_response", {
+            "purpose": purpose, "model": model, "response": data, "stop_reason": data.get("stop_reason"),
+            "usage": used.model_dump(include={"input_tokens", "output_tokens", "cache_read_input_tokens",
+                                              "cache_creation_input_tokens"}),
+            "cost_usd": used.cost_usd, "ms": ms, "request_id": request_id,
+        }, tokens=used.input_tokens + used.output_tokens, ms=ms)
+        return data, used, request_id
+
+    def _served(self, rec: ModelCall, body: dict[str, Any], phase: Phase,
+                purpose: str) -> tuple[dict[str, Any], Usage, str | None]:
+        """A recorded call's outcome, reported like a live one and charged with its recorded usage."""
+        if rec.outcome == "refused":
+            raise self._fail(purpose, LLMError("budget", rec.message or "BUDGET_EXHAUSTED"), replayed=True)
+        model = rec.model or body["model"]
+        self._events.emit("model_request", {"purpose": purpose, "model": model, "phase": phase.value, "body": body,
+                                            "replayed": True})
+        if rec.outcome == "error" or rec.response is None:
+            kind: Any = rec.error_kind or "server"
+            raise self._fail(purpose, LLMError(kind, rec.message or "recorded failure"), replayed=True)
+        used = rec.used()
+        used.cost_usd = charge_model(self._budget, model, used)
+        self._events.emit("model_response", {
+            "purpose": purpose, "model": model, "response": rec.response,
+            "stop_reason": rec.response.get("stop_reason"), "usage": dict(rec.usage), "cost_usd": used.cost_usd,
+            "ms": rec.ms, "request_id": rec.request_id, "replayed": True,
+        }, tokens=used.input_tokens + used.output_tokens, ms=rec.ms)
+        return rec.response, used, rec.request_id
+
+    def _error_for(self, e: anthropic.APIError) -> LLMError:
+        n = self._client.max_retries
+        retries = f"{n} {'retry' if n == 1 else 'retries'}"
+        if isinstance(e, anthropic.APITimeoutError):
+            secs = getattr(self._client.timeout, "read", self._client.timeout)
+            return LLMError("timeout", f"the model call timed out (limit {secs}s, {retries}); "
+                                       "try again, or raise RESEARCH_MODEL_TIMEOUT")
+        if isinstance(e, anthropic.APIConnectionError):
+            where = str(self._client.base_url).rstrip("/")
+            return LLMError("connection", f"cannot reach {where}; check the network or ANTHROPIC_BASE_URL")
+        if not isinstance(e, anthropic.APIStatusError):
+            return LLMError("malformed", "Anthropic answered with something that is not a message; try again")
+        status = e.status_code
+        if status == 429:
+            return LLMError("rate_limited", f"Anthropic's rate limit was hit (HTTP 429) and {retries} did not "
+                                            "clear it; wait a minute, or run fewer workers at once")
+        if status == 529:
+            return LLMError("overloaded", "Anthropic is overloaded (HTTP 529); try again in a few minutes")
+        if status in (401, 403):
+            return LLMError("auth", f"the API key was refused (HTTP {status}); check ANTHROPIC_API_KEY")
+        if status >= 500:
+            return LLMError("server", f"Anthropic had a server error (HTTP {status}) that {retries} did not "
+                                      "clear; try again later")
+        detail = " ".join(str(e.api_message or e.type or "no detail").split())[:300]
+        return LLMError("bad_request", f"Anthropic rejected the request (HTTP {status}): {detail}")
+
+    def _fail(self, purpose: str, err: LLMError, *, replayed: bool = False) -> LLMError:
+        """`err` on one line with secrets scrubbed, reported as a model_error event, for the caller to raise."""
+        message = " ".join(redact(err.message).split())
+        if self._secret:
+            message = message.replace(self._secret, "[redacted]")
+        err = LLMError(err.kind, message)
+        payload: dict[str, Any] = {"purpose": purpose, "kind": err.kind, "message": err.message}
+        if replayed:
+            payload["replayed"] = True
+        self._events.emit("model_error", payload)
+        return err
+
+
+def request_body(*, model: str, system: str, messages: list[dict[str, Any]], max_tokens: int,
+                 tools: list[dict[str, Any]] | tuple[dict[str, Any], ...] | None = None,
+                 tool_choice: dict[str, Any] | None = None,
+                 output_config: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The request kwargs, with the static prefix (tools, then system) built byte-identically on every call."""
+    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": list(messages)}
+    if system:
+        body["system"] = [{"type": "text", "text": system, "cache_control": dict(EPHEMERAL)}]
+    if tools:
+        # Sorted keys: callers building the same tool dict in a different order must not bust the cache.
+        frozen = [{k: v for k, v in json.loads(json.dumps(t, sort_keys=True)).items() if k != "cache_control"}
+                  for t in tools]
+        frozen[-1]["cache_control"] = dict(EPHEMERAL)
+        body["tools"] = frozen
+    if tool_choice:
+        body["tool_choice"] = tool_choice
+    if output_config:
+        body["output_config"] = output_config
+    return body
+
+
+def strict_schema(output: type[BaseModel]) -> dict[str, Any]:
+    """`output`'s JSON schema in the subset structured outputs accept (the SDK's own transform)."""
+    return anthropic.transform_schema(output)
+
+
+def _continued(messages: list[dict[str, Any]], paused: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history with a paused assistant turn appended (merged into a trailing assistant turn, if any)."""
+    if messages and messages[-1].get("role") == "assistant":
+        last = messages[-1]
+        prior = last["content"] if isinstance(last["content"], list) else [{"type": "text", "text": last["content"]}]
+        return [*messages[:-1], {**last, "content": [*prior, *paused]}]
+    return [*messages, {"role": "assistant", "content": list(paused)}]
+
+
+def _message_json(raw: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise _Malformed("a body that is not valid JSON") from None
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if not (isinstance(data, dict) and data.get("type") == "message" and isinstance(data.get("content"), list)
+            and all(_is_block(b) for b in data["content"]) and isinstance(usage, dict)
+            and isinstance(usage.get("input_tokens"), int) and isinstance(usage.get("output_tokens"), int)):
+        raise _Malformed("JSON that is not a message")
+    return data
+
+
+def _is_block(b: Any) -> bool:
+    if not (isinstance(b, dict) and isinstance(b.get("type"), str)):
+        return False
+    return b["type"] != "tool_use" or (isinstance(b.get("id"), str) and isinstance(b.get("name"), str))
+
+
+def _parse(reply: ModelReply, output: type[T]) -> tuple[T | None, list[str]]:
+    """The validated value, or None and the problems to show the model."""
+    if reply.stop_reason == "max_tokens":
+        return None, ["the reply was cut off at the token limit before the JSON was complete; be more concise"]
+    text = re.sub(r"^```(?:json)?\s*|\s*```$", "", reply.text.strip())
+    try:
+        return output.model_validate_json(text), []
+    except ValidationError as e:
+        return None, [f"{'.'.join(str(p) for p in err['loc']) or '(whole reply)'}: {err['msg']}"
+                      for err in e.errors()[:10]]
+
+
+def _add(a: Usage, b: Usage) -> Usage:
+    return Usage(
+        input_tokens=a.input_tokens + b.input_tokens, output_tokens=a.output_tokens + b.output_tokens,
+        cache_read_input_tokens=a.cache_read_input_tokens + b.cache_read_input_tokens,
+        cache_creation_input_tokens=a.cache_creation_input_tokens + b.cache_creation_input_tokens,
+        cost_usd=round(a.cost_usd + b.cost_usd, 10), model_calls=a.model_calls + b.model_calls,
+    )

@@ -1,0 +1,90 @@
+"""What every step of one run shares: settings, model client, budget, notebook, search, fetcher, events."""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from pipeline.core.budget import Budget
+from pipeline.config import Settings
+from pipeline.core.events import EventSink, NullSink
+from pipeline.models.anthropic import LLM
+from pipeline.core.notebook import Notebook, fresh_id
+from pipeline.core.schema import Calculation, RunStats
+from pipeline.web.fetch import Fetcher
+from pipeline.web.search.service import SearchService
+
+
+class CalculationLog:
+    """The run's `calculate` results, numbered C1.., thread-safe; the same expression is one entry.
+
+    With `preset` ((expression, sub_question) -> id, from a recording), a replay reproduces the original ids;
+    every id given is reported to `events` as an "assigned" event.
+    """
+
+    def __init__(self, existing: list[Calculation] | None = None, *, events: EventSink | None = None,
+                 preset: dict[tuple[str, str | None], str] | None = None):
+        self._items: list[Calculation] = list(existing or [])
+        self._lock = threading.Lock()
+        self._events = events or NullSink()
+        self._preset = dict(preset or {})
+
+    def add(self, expression: str, result: str, sub_question: str | None = None) -> Calculation:
+        with self._lock:
+            for c in self._items:
+                if c.expression == expression and c.sub_question == sub_question:
+                    return c
+            taken = [c.id for c in self._items]
+            cid = self._preset.get((expression, sub_question))
+            replayed = cid is not None and cid not in taken
+            if not replayed:
+                cid = fresh_id("C", taken, self._preset.values())
+            assert cid is not None
+            calc = Calculation(id=cid, expression=expression, result=result, sub_question=sub_question)
+            self._items.append(calc)
+            self._events.emit("assigned", {"what": "calculation", "id": cid, "expression": expression,
+                                           "sub_question": sub_question, "replayed": replayed})
+            return calc
+
+    def all(self) -> list[Calculation]:
+        """In id order."""
+        with self._lock:
+            return sorted(self._items, key=lambda c: int(c.id[1:]) if c.id[1:].isdigit() else 0)
+
+
+class StatsCounter:
+    """Thread-safe counters behind RunStats."""
+
+    def __init__(self, start: RunStats | None = None):
+        self._stats = (start or RunStats()).model_copy()
+        self._lock = threading.Lock()
+
+    def bump(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            setattr(self._stats, name, getattr(self._stats, name) + n)
+
+    def snapshot(self) -> RunStats:
+        with self._lock:
+            return self._stats.model_copy()
+
+
+@dataclass
+class RunContext:
+    """Shared by all steps and worker threads of one run; each part is thread-safe."""
+
+    settings: Settings
+    llm: LLM
+    budget: Budget
+    notebook: Notebook
+    search: SearchService
+    fetcher: Fetcher
+    events: EventSink = field(default_factory=NullSink)
+    calculations: CalculationLog = field(default_factory=CalculationLog)
+    stats: StatsCounter = field(default_factory=StatsCounter)
+
+    @property
+    def lead_model(self) -> str:
+        return self.settings.lead_model
+
+    @property
+    def worker_model(self) -> str:
+        return self.settings.worker_model

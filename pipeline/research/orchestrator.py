@@ -1,0 +1,213 @@
+"""The orchestrator: plan -> research (fixed or tools) -> analyse -> write and review, on one budget and notebook."""
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+import uuid
+from collections import Counter
+from typing import Any, Callable, Sequence
+
+from pipeline.core.budget import Budget
+from pipeline.replay.checkpoint import Checkpoints
+from pipeline.config import Settings
+from pipeline.research.context import CalculationLog, RunContext
+from pipeline.core.events import EventSink, FanOut, NullSink
+from pipeline.models.anthropic import LLM, LLMError
+from pipeline.core.notebook import Notebook
+from pipeline.research.prompts import version as prompt_version
+from pipeline.core.schema import Finding, Plan, Problem, Report, RunOptions, RunResult
+from pipeline.research.steps.analyse import Analysis, analyse, judge_support, propose_findings
+from pipeline.research.steps.checks import Evidence
+from pipeline.research.steps.plan import make_plan
+from pipeline.research.steps.research import research_fixed
+from pipeline.research.steps.review import write_and_review
+from pipeline.research.steps.worker import research_tools
+from pipeline.research.steps.write import no_evidence_report
+from pipeline.store.sqlite import RunRecorder, RunStore, settings_secrets
+from pipeline.replay.tape import RecordedProvider, Tape, TapeMode
+from pipeline.web.corpus import Corpus
+from pipeline.web.fetch import Fetcher
+from pipeline.web.search.anthropic import AnthropicWebSearch
+from pipeline.web.search.service import SearchProvider, SearchService, make_provider
+
+NOT_RESEARCHED = "Not researched (the plan was capped): "
+
+
+class FetchTally:
+    """Counts pages that could not be read, by reason, so a report without findings can say why."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.failed: Counter[str] = Counter()
+
+    def emit(self, kind: str, payload: dict[str, Any], *, tokens: int = 0, ms: float = 0.0) -> None:
+        if kind == "fetch" and not payload.get("ok") and not payload.get("cached"):
+            reason = payload.get("error_kind") or "error"
+            if reason == "http_status" and payload.get("status"):
+                reason = f"HTTP {payload['status']}"
+            if reason not in ("budget", "repeat_failure"):
+                with self._lock:
+                    self.failed[reason] += 1
+
+    def note(self) -> str | None:
+        """One sentence on unreadable pages, or None when every page could be read."""
+        with self._lock:
+            if not self.failed:
+                return None
+            total = sum(self.failed.values())
+            reasons = ", ".join(f"{n} {r}" for r, n in self.failed.most_common())
+        return (f"{total} page{'s' if total != 1 else ''} found could not be read ({reasons}), "
+                "so nothing could be quoted from them.")
+
+
+def build_context(settings: Settings, options: RunOptions, events: EventSink, *,
+                  provider: SearchProvider | None = None, tape: Tape | None = None) -> RunContext:
+    """A fresh RunContext on one budget; the search provider from settings unless one is given.
+
+    With a `tape` (replay, resume), model calls, searches and fetches are served from the recording first, and
+    source, finding and calculation ids are preset from it; a replay needs no keys and touches no network.
+    """
+    budget = Budget(options.limits, settings.price)
+    llm = LLM(settings, budget, events, tape=tape)
+    if provider is None and tape is not None and tape.web_offline:
+        name = tape.provider or settings.search_provider
+        provider = (AnthropicWebSearch(llm.server_web_search, errors=(LLMError,)) if name == "anthropic"
+                    else RecordedProvider(name))
+    provider = provider or make_provider(settings, server_web_search=llm.server_web_search)
+    # The frozen web: with the corpus provider, pages come only from the saved copies.
+    corpus = (Corpus.open(settings.corpus_dir) if settings.search_provider == "corpus"
+              and not (tape is not None and tape.web_offline) else None)
+    fetcher = Fetcher(settings, budget=budget, events=events, corpus=corpus, tape=tape)
+    preset = tape is not None and tape.serves_model  # a live model makes its own ids
+    notebook = Notebook(events=events, preset=tape.ids if preset and tape else None)
+    calculations = CalculationLog(events=events, preset=tape.calculation_ids if preset and tape else None)
+    return RunContext(settings=settings, llm=llm, budget=budget, notebook=notebook,
+                      search=SearchService(provider, budget, events, tape=tape), fetcher=fetcher, events=events,
+                      calculations=calculations)
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def research(question: str, settings: Settings | None = None, *, options: RunOptions | None = None,
+             events: EventSink | None = None, run_id: str | None = None,
+             context: Callable[..., RunContext] | None = None, store: RunStore | None = None,
+             tape: Tape | None = None, secrets: Sequence[str] = ()) -> RunResult:
+    """Run every step and return the RunResult; faults become problems, a bug becomes status "failed".
+
+    With a `store`, the run and every event are recorded (keys from settings and `secrets` are scrubbed from
+    everything written), with a checkpoint after each step and each worker. A cancelled budget (ctx.budget.cancel)
+    ends the run with a "cancelled" problem and status "partial" (or "failed"). With a
+    `tape` (pipeline/tape.py) the recorded calls are served instead of repeated: replay, or resume of `run_id`.
+    A custom `context` factory is called as context(settings, options, events), plus tape=... when there is one.
+    """
+    settings = settings or Settings()
+    options = options or RunOptions()
+    tally = FetchTally()
+    run_id = run_id or new_run_id()
+    question = " ".join(question.split())
+    if not question:
+        raise ValueError("the question is empty")
+    recorder = _recorder(store, run_id, question, options, settings, secrets, tape)
+    checkpoints = Checkpoints()
+    events = FanOut(events or NullSink(), tally, *([recorder] if recorder else []), checkpoints)
+    if tape is not None:
+        events.emit("session", {"tape": tape.mode.value, "from_run": tape.run_id})
+    ctx = (context or build_context)(settings, options, events, **({"tape": tape} if tape is not None else {}))
+    checkpoints.bind(ctx, events)
+    timings: dict[str, float] = {"started_at": round(time.time(), 3)}  # epoch seconds, UTC
+    problems: list[Problem] = []
+    plan: Plan | None = None
+    report = Report()
+    analysis: Analysis | None = None
+    status = "failed"
+
+    def step(name: str, fn: Callable[[], Any]) -> Any:
+        # The steps emit their own detailed "step" events; here the wall time is kept and a checkpoint saved.
+        started = time.monotonic()
+        try:
+            output = fn()
+        finally:
+            timings[name] = round(time.monotonic() - started, 3)
+        checkpoints.save(name, plan=output if isinstance(output, Plan) else plan, problems=problems, output=output)
+        return output
+
+    try:
+        plan = step("plan", lambda: make_plan(question, ctx, options))
+        if plan.fallback:
+            problems.append(Problem(kind="plan_fallback", step="plan",
+                                    message="the planner failed, so the question was researched as a whole"))
+        if options.mode == "fixed":
+            by_sq = step("research", lambda: research_fixed(plan, ctx, options))
+            problems += step("analyse", lambda: propose_findings(plan, by_sq, ctx, options)) or []
+        else:
+            problems += step("research", lambda: research_tools(plan, ctx, options)) or []
+        problems += step("judge", lambda: judge_support(ctx, ctx.notebook.findings())) or []
+        analysis = analyse(plan, ctx)
+        problems += analysis.problems
+        gaps = analysis.gaps + [NOT_RESEARCHED + q for q in plan.not_researched]
+        evidence = Evidence(findings=analysis.findings, sources=ctx.notebook.sources(), gaps=gaps,
+                            calculations=ctx.calculations.all(),
+                            proxies=[sq.proxy for sq in plan.sub_questions if sq.proxy])
+        if analysis.findings:
+            outcome = step("write", lambda: write_and_review(question, evidence, analysis.conflicts, ctx,
+                                                             options.review_rounds))
+            markdown, problems = outcome.markdown, problems + outcome.problems
+        else:
+            markdown = no_evidence_report(question, evidence)
+            if (note := tally.note()) is not None and not ctx.notebook.sources():
+                markdown = markdown.rstrip() + "\n\n" + note + "\n"
+        report = Report(markdown=markdown, gaps=gaps, conflicts=analysis.conflicts)
+        status = "partial" if problems else "complete"
+        if ctx.budget.used().model_calls == 0:  # every model call failed: the report rests on nothing
+            status = "failed"
+            problems.append(Problem(kind="model_unavailable", step="run",
+                                    message="no model call succeeded, so nothing was analysed; see the problems "
+                                            "above (check ANTHROPIC_API_KEY and the network), then run again"))
+    except Exception as e:  # our bug: keep everything gathered so far, and say so
+        events.emit("internal_error", {"error": repr(e), "traceback": traceback.format_exc()})
+        problems.append(Problem(kind="internal_error", step="run",
+                                message=f"the run stopped on an internal error ({type(e).__name__}: {e}); "
+                                        "what was gathered before it is kept"))
+    if ctx.budget.cancelled:  # said here, so the recorded result is the one the caller gets
+        problems.append(Problem(kind="cancelled", step="run",
+                                message="the run was cancelled; what was gathered before that is kept"))
+        status = "failed" if status == "failed" else "partial"
+    timings["total"] = round(time.time() - timings["started_at"], 3)
+    result = RunResult(
+        run_id=run_id, question=question, mode=options.mode,
+        models={"lead": settings.lead_model, "worker": settings.worker_model, "prompts": prompt_version()},
+        status=status, plan=plan, sources=ctx.notebook.sources(), findings=_as_passed_on(ctx, analysis),
+        rejected=ctx.notebook.rejected(), calculations=ctx.calculations.all(), report=report,
+        stats=ctx.stats.snapshot(), problems=problems, budget=ctx.budget.state(), usage=ctx.budget.used(),
+        timings=timings,
+    )
+    if tape is not None:
+        events.emit("tape", tape.summary())
+    if recorder is not None:
+        recorder.finish(result)
+    return result
+
+
+def _recorder(store: RunStore | None, run_id: str, question: str, options: RunOptions, settings: Settings,
+              secrets: Sequence[str], tape: Tape | None) -> RunRecorder | None:
+    """The run's recorder with its row started (or reopened, on resume); None without a store."""
+    if store is None:
+        return None
+    resuming = tape is not None and tape.mode is TapeMode.RESUME and store.run(run_id) is not None
+    recorder = store.recorder(run_id, secrets=[*settings_secrets(settings), *secrets], skip_replayed=resuming)
+    if resuming:
+        recorder.reopen()
+    else:
+        recorder.start(question=question, options=options, prompt_version=prompt_version(),
+                       models={"lead": settings.lead_model, "worker": settings.worker_model},
+                       replay_of=tape.run_id if tape is not None and tape.mode is not TapeMode.RESUME else None)
+    return recorder
+
+
+def _as_passed_on(ctx: RunContext, analysis: Analysis | None) -> list[Finding]:
+    """Every finding of the notebook, each as the writer saw it (analyse may lower confidence)."""
+    seen = {f.id: f for f in analysis.findings} if analysis else {}
+    return [seen.get(f.id, f) for f in ctx.notebook.findings()]

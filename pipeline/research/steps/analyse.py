@@ -1,0 +1,193 @@
+"""The analyst: proposes findings from fetched pages (fixed mode), has a fresh-context judge rate each finding's
+support (both modes), and hands on what survives with the gaps and conflicts found in code.
+
+Decisions: a finding the judge could not rate (support "unknown") is passed on as evidence but flagged low
+confidence, and it answers its sub-question for gap purposes (a judge outage must not turn every sub-question
+into a "gap" while the report still cites its findings); the outage itself is reported as a Problem.
+Gaps are the researched sub-questions without a passed-on finding; the orchestrator adds plan.not_researched.
+"""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from pipeline.research.steps import tags
+from pipeline.core.budget import Phase
+from pipeline.research.context import RunContext
+from pipeline.models.anthropic import LLMError
+from pipeline.research.prompts import load
+from pipeline.core.schema import Confidence, Conflict, Finding, Plan, Problem, RunOptions, SubQuestion
+from pipeline.research.tools.page_view import focus_excerpt
+from pipeline.core.untrusted import wrap
+from pipeline.research.steps.conflicts import find_conflicts
+
+STEP = "analyse"
+MAX_THREADS = 4
+MAX_FINDINGS_PER_SOURCE = 6
+ANALYST_TOKENS = 2000
+JUDGE_TOKENS = 600
+# Failures of one request only (this reply or input was bad); any other kind (server down, budget spent, auth)
+# would fail every remaining call the same way, so those are skipped and reported with the same cause.
+_PER_REQUEST = frozenset({"malformed", "refusal", "context_window", "bad_request"})
+
+
+class ProposedFinding(BaseModel):
+    claim: str = Field(description="One sentence stating exactly what the quote shows.")
+    quote: str = Field(description="One or two consecutive sentences copied character for character from the page.")
+    confidence: Confidence
+
+
+class ProposedFindings(BaseModel):
+    """The analyst's structured output; an empty list when the page has nothing relevant."""
+
+    findings: list[ProposedFinding]
+
+
+class Verdict(BaseModel):
+    """A judge's structured output: the analysis is written before the verdict."""
+
+    analysis: str = Field(description="Claim and quote compared element by element, before the verdict.")
+    verdict: Literal["supported", "partial", "unsupported"]
+
+
+class Analysis(BaseModel):
+    """What the writer may use: passed-on findings, named gaps, conflicts, and the problems met on the way."""
+
+    findings: list[Finding] = Field(default_factory=list)
+    gaps: list[str] = Field(default_factory=list)
+    conflicts: list[Conflict] = Field(default_factory=list)
+    problems: list[Problem] = Field(default_factory=list)
+
+
+class _Breaker:
+    """Remembers the first failure that means the model is unreachable, so later calls fail fast with it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.error: LLMError | None = None
+
+    def trip(self, e: LLMError) -> LLMError:
+        if e.kind not in _PER_REQUEST:
+            with self._lock:
+                self.error = self.error or e
+        return e
+
+
+
+
+def analyst_message(sq: SubQuestion, source_id: str, title: str | None, page_text: str) -> str:
+    """The analyst's user message for one source: the sub-question and the relevant part of the page, wrapped."""
+    focus = " ".join([sq.question, sq.success_criterion, sq.proxy or "", *sq.queries])
+    excerpt, _cut = focus_excerpt(page_text, focus)
+    return (f'<sub_question id="{tags.attr(sq.id)}">{tags.text(sq.question)}</sub_question>\n'
+            f"<success_criterion>{tags.text(sq.success_criterion)}</success_criterion>\n"
+            + wrap(excerpt, source_id=source_id, title=title))
+
+
+def propose_findings(plan: Plan, sources_by_sq: dict[str, list[str]], ctx: RunContext,
+                     options: RunOptions | None = None) -> list[Problem]:
+    """Fixed mode: one analyst call per (sub-question, source); every proposal goes through notebook.add_finding.
+
+    Returns the problems met (a source the analyst could not read). `options` is accepted for the uniform step
+    signature; nothing in it changes this step yet.
+    """
+    pairs = [(sq, sid) for sq in plan.sub_questions for sid in sources_by_sq.get(sq.id, [])]
+    ctx.events.emit("step", {"name": STEP, "status": "started", "part": "propose", "pairs": len(pairs)})
+    counted: set[str] = set()
+    lock = threading.Lock()
+    breaker = _Breaker()
+
+    def one(pair: tuple[SubQuestion, str]) -> LLMError | None:
+        sq, sid = pair
+        source = ctx.notebook.resolve_source(sid)
+        if source is None:
+            raise ValueError(f"{sid} is not a source of this run; research_fixed returns only notebook ids")
+        if breaker.error is not None:
+            return breaker.error
+        try:
+            proposed = ctx.llm.structured(
+                model=ctx.worker_model, system=load("analyst"),
+                messages=analyst_message(sq, source.id, source.title, ctx.notebook.text(source.id)),
+                output=ProposedFindings, max_tokens=ANALYST_TOKENS, phase=Phase.SYNTHESIS,
+                purpose=f"analyst:{sq.id}:{source.id}")
+        except LLMError as e:
+            return breaker.trip(e)
+        for p in proposed.findings[:MAX_FINDINGS_PER_SOURCE]:
+            result = ctx.notebook.add_finding(source=source.id, claim=p.claim, quote=p.quote, sub_question=sq.id,
+                                              confidence=p.confidence)
+            if isinstance(result, Finding):
+                with lock:  # the notebook returns the existing finding for a quote it already holds
+                    new = result.id not in counted
+                    counted.add(result.id)
+                if new:
+                    ctx.stats.bump("findings_recorded")
+                    ctx.events.emit("finding", {"id": result.id, "source": result.source,
+                                                "sub_question": result.sub_question})
+            else:
+                ctx.stats.bump("quotes_rejected")
+                ctx.events.emit("rejected", {"source": result.source, "reason": result.reason})
+        return None
+
+    with ThreadPoolExecutor(max_workers=max(1, min(MAX_THREADS, len(pairs))), thread_name_prefix="analyst") as pool:
+        errors = list(pool.map(one, pairs))
+    problems = _problems("analyst_unavailable", "the analyst", [(f"{sid} for {sq.id}", e) for (sq, sid), e in zip(pairs, errors)],
+                         "these sources were not read, so they gave no findings")
+    ctx.events.emit("step", {"name": STEP, "status": "finished", "part": "propose",
+                             "findings": len(counted), "problems": len(problems)})
+    return problems
+
+
+def judge_support(ctx: RunContext, findings: list[Finding]) -> list[Problem]:
+    """A fresh-context judge rates each finding of unknown support; when it cannot, support stays "unknown"."""
+    todo = [f for f in findings if f.support == "unknown"]
+    ctx.events.emit("step", {"name": STEP, "status": "started", "part": "judge", "findings": len(todo)})
+    breaker = _Breaker()
+
+    def one(f: Finding) -> LLMError | None:
+        if breaker.error is not None:
+            return breaker.error
+        user = f'<claim>{tags.text(f.claim)}</claim>\n<quote source="{tags.attr(f.source)}">{tags.text(f.quote)}</quote>'
+        try:
+            verdict = ctx.llm.structured(model=ctx.worker_model, system=load("support_judge"), messages=user,
+                                         output=Verdict, max_tokens=JUDGE_TOKENS, phase=Phase.SYNTHESIS,
+                                         purpose=f"support_judge:{f.id}")
+        except LLMError as e:
+            return breaker.trip(e)
+        ctx.notebook.set_support(f.id, verdict.verdict)
+        return None
+
+    with ThreadPoolExecutor(max_workers=max(1, min(MAX_THREADS, len(todo))), thread_name_prefix="judge") as pool:
+        errors = list(pool.map(one, todo))
+    problems = _problems("judge_unavailable", "the support judge", [(f.id, e) for f, e in zip(todo, errors)],
+                         'their support is "unknown": they are passed on flagged low confidence')
+    ctx.events.emit("step", {"name": STEP, "status": "finished", "part": "judge", "problems": len(problems)})
+    return problems
+
+
+def _problems(kind: str, who: str, failures: list[tuple[str, LLMError | None]], consequence: str) -> list[Problem]:
+    """One Problem per distinct cause, naming what it affected (not one per call: an outage is one problem)."""
+    by_cause: dict[str, list[str]] = {}
+    for what, e in failures:
+        if e is not None:
+            by_cause.setdefault(e.message.rstrip(". "), []).append(what)
+    return [Problem(kind=kind, step=STEP, message=f"{who} failed for {', '.join(whats)} ({cause}); {consequence}.")
+            for cause, whats in by_cause.items()]
+
+
+def analyse(plan: Plan, ctx: RunContext, problems: list[Problem] | None = None) -> Analysis:
+    """Passed-on findings (not "unsupported"; "unknown" flagged low confidence), gaps, conflicts; after judging.
+
+    `problems` (from propose_findings and judge_support) are carried into Analysis.problems when given.
+    """
+    ctx.events.emit("step", {"name": STEP, "status": "started", "part": "analyse"})
+    passed = [f.model_copy(update={"confidence": "low"}) if f.support == "unknown" else f
+              for f in ctx.notebook.findings() if f.support != "unsupported"]
+    answered = {f.sub_question for f in passed}
+    gaps = [sq.question for sq in plan.sub_questions if sq.id not in answered]
+    conflicts = find_conflicts(passed, ctx.notebook.sources())
+    ctx.events.emit("step", {"name": STEP, "status": "finished", "part": "analyse", "findings": len(passed),
+                             "gaps": len(gaps), "conflicts": len(conflicts)})
+    return Analysis(findings=passed, gaps=gaps, conflicts=conflicts, problems=list(problems or []))

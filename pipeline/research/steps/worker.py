@@ -1,0 +1,175 @@
+"""The tools-mode researcher: one tool-calling worker per sub-question, in parallel, sharing one budget and notebook.
+
+Loop rules, enforced here rather than in the prompt:
+- at most `worker_max_steps` model turns, then one wrap-up turn in which only record_finding, find_in_page and
+  calculate still run (searches and fetches answer REFUSED);
+- every tool_use block gets exactly one tool_result, in order, in the next user message;
+- an end_turn reply that describes a tool call in prose instead of making one is retried once, with a nudge;
+- a reply cut at max_tokens continues with a nudge to be brief;
+- a tool answering BUDGET_EXHAUSTED closes searching and fetching: the next turn is told to record what it can
+  support and stop, and is the last; a model call the budget refuses ends the worker at once;
+- any other model failure ends that worker with a Problem; the other workers go on.
+The system prompt and the tool list are the same bytes on every call, and a cache breakpoint moves to the newest
+user turn, so each turn re-reads the conversation so far from the prompt cache.
+"""
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pipeline.research.steps import tags
+from pipeline.core.budget import Phase
+from pipeline.research.context import RunContext
+from pipeline.models.anthropic import EPHEMERAL, LLMError, ModelReply
+from pipeline.research.prompts import load
+from pipeline.core.schema import Plan, Problem, RunOptions, SubQuestion
+from pipeline.research.tools.toolbox import TOOL_ORDER, TOOLS, Toolbox, ToolOutcome
+
+MAX_TOKENS = 2_048
+# Control messages of the loop: short, fixed, and chosen by code, so they stay here beside the rules they enforce.
+NUDGE_PROSE = "You described a tool call but did not make one. Call the tool, or finish."
+NUDGE_BRIEF = ("Your last reply was cut off at the output limit. Be brief: make one tool call at a time, "
+               "or finish with a short summary.")
+NOTE_BUDGET = ("The research budget is spent: searching and fetching are closed. Record with record_finding what "
+               "the pages you already fetched support, then stop with your one-paragraph summary.")
+NOTE_WRAP_UP = ("You have reached your step limit; this is your last turn. Searching and fetching are closed. "
+                "Record with record_finding the findings the pages you already fetched support now, then stop "
+                "with your one-paragraph summary.")
+
+Ended = Literal["done", "step_limit", "budget", "failed"]
+
+_NAMES = "|".join(TOOL_ORDER)
+# Conservative: a tool named with call syntax or call markup, or a first-person announcement of a tool action.
+# A summary in the past tense ("I searched", "I fetched") does not match.
+_PROSE_CALL = re.compile(
+    rf"\b(?:{_NAMES})\s*\("
+    rf"|[\"']name[\"']\s*:\s*[\"'](?:{_NAMES})[\"']"
+    r"|<\s*(?:function_calls|invoke|tool_use)\b"
+    r"|\b(?:I\s+will|I['’]ll|I\s+am\s+going\s+to|I['’]m\s+going\s+to|let\s+me)\s+"
+    r"(?:now\s+|first\s+|then\s+|next\s+)?"
+    rf"(?:search|fetch|look\s+up|open|record|calculate|call|use\s+(?:the\s+)?(?:{_NAMES}))\b",
+    re.IGNORECASE,
+)
+
+
+def describes_tool_call(text: str) -> bool:
+    """True when a reply announces or spells out a tool call in prose instead of making it."""
+    return bool(_PROSE_CALL.search(text))
+
+
+def first_message(sq: SubQuestion) -> str:
+    """The worker's first user message (fixed format: notes/issue4.md item 7)."""
+    queries = "\n".join(tags.text(" ".join(q.split())) for q in sq.queries if q.strip())
+    return (f'<sub_question id="{tags.attr(sq.id)}">{tags.text(sq.question)}'
+            f"</sub_question>\n<success_criterion>{tags.text(sq.success_criterion)}"
+            f"</success_criterion>\n<suggested_queries>\n{queries}\n</suggested_queries>")
+
+
+@dataclass(frozen=True)
+class WorkerResult:
+    """How one worker ended."""
+
+    sub_question: str
+    steps: int
+    ended: Ended
+    problem: Problem | None = None
+
+
+def research_tools(plan: Plan, ctx: RunContext, options: RunOptions) -> list[Problem]:
+    """Run one worker per sub-question in parallel; findings land in ctx.notebook; returns what went wrong."""
+    subs = plan.sub_questions
+    if not subs:
+        return []
+    system = load("worker")
+    with ThreadPoolExecutor(max_workers=len(subs), thread_name_prefix="worker") as pool:
+        results = list(pool.map(lambda sq: run_worker(sq, ctx, options, system), subs))
+    return [r.problem for r in results if r.problem is not None]
+
+
+def run_worker(sq: SubQuestion, ctx: RunContext, options: RunOptions, system: str | None = None) -> WorkerResult:
+    """One sub-question's tool loop, with start and finish reported as step events."""
+    ctx.events.emit("step", {"name": "worker", "sub_question": sq.id, "status": "started"})
+    result = _Loop(sq, ctx, options, system or load("worker")).run()
+    ctx.events.emit("step", {
+        "name": "worker", "sub_question": sq.id, "status": "finished", "steps": result.steps, "ended": result.ended,
+        "findings": sum(1 for f in ctx.notebook.findings() if f.sub_question == sq.id),
+    })
+    return result
+
+
+class _Loop:
+    def __init__(self, sq: SubQuestion, ctx: RunContext, options: RunOptions, system: str):
+        self.sq, self.ctx, self.options, self.system = sq, ctx, options, system
+        self.box = Toolbox(ctx, sq, results=options.results_per_query)
+        self.messages: list[dict[str, Any]] = [
+            {"role": "user", "content": [{"type": "text", "text": first_message(sq)}]}]
+        self.steps = 0
+
+    def run(self) -> WorkerResult:
+        nudged = False
+        last: Ended | None = None  # set when the next turn is the final one, and why
+        while True:
+            try:
+                reply = self.ctx.llm.call(model=self.ctx.worker_model, system=self.system,
+                                          messages=_cache_marked(self.messages), max_tokens=MAX_TOKENS, tools=TOOLS,
+                                          phase=Phase.RESEARCH, purpose=f"worker:{self.sq.id}")
+            except LLMError as e:
+                if e.kind == "budget":
+                    return self._end("budget")
+                message = f"The research worker for {self.sq.id} stopped: {e.message}"
+                return self._end("failed", Problem(kind="worker_failed", step="research", message=message))
+            self.steps += 1
+            self.messages.append(_assistant_turn(reply))
+            outcomes = [self.box.run(use.name, use.input) for use in reply.tool_uses]
+            if last is not None:
+                return self._end(last)  # the final turn's calls ran; nobody will read their results
+            notes: list[str] = []
+            if any(o.budget_exhausted for o in outcomes):
+                last = "budget"
+                notes.append(NOTE_BUDGET)
+            if reply.stop_reason == "max_tokens":
+                notes.append(NUDGE_BRIEF)
+            elif not reply.tool_uses:
+                if nudged or reply.stop_reason != "end_turn" or not describes_tool_call(reply.text):
+                    return self._end("done")
+                nudged = True
+                notes.append(NUDGE_PROSE)
+            if last is None and self.steps >= self.options.worker_max_steps:
+                last = "step_limit"
+                notes = [n for n in notes if n != NUDGE_PROSE] + [NOTE_WRAP_UP]
+            if last is not None:
+                self.box.close_gathering()
+            self.messages.append(_user_turn(reply, outcomes, notes))
+
+    def _end(self, ended: Ended, problem: Problem | None = None) -> WorkerResult:
+        return WorkerResult(self.sq.id, self.steps, ended, problem)
+
+
+def _assistant_turn(reply: ModelReply) -> dict[str, Any]:
+    message = reply.as_message()
+    if not message["content"]:  # the API refuses an empty turn in the history
+        message = {**message, "content": [{"type": "text", "text": "(no reply)"}]}
+    return message
+
+
+def _user_turn(reply: ModelReply, outcomes: list[ToolOutcome], notes: list[str]) -> dict[str, Any]:
+    """Exactly one tool_result per tool_use, in order, then any notes from the loop."""
+    content: list[dict[str, Any]] = []
+    for use, outcome in zip(reply.tool_uses, outcomes, strict=True):
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use.id, "content": outcome.text}
+        if outcome.is_error:
+            block["is_error"] = True
+        content.append(block)
+    if notes:
+        content.append({"type": "text", "text": "\n".join(notes)})
+    return {"role": "user", "content": content}
+
+
+def _cache_marked(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy with one cache breakpoint on the last block of the newest turn (tools and system hold the others)."""
+    last = messages[-1]
+    blocks = list(last["content"])
+    blocks[-1] = {**blocks[-1], "cache_control": dict(EPHEMERAL)}
+    return [*messages[:-1], {**last, "content": blocks}]

@@ -1,0 +1,174 @@
+"""The writer: a report body from verified findings only (lead model), and the Sources section built in code."""
+from __future__ import annotations
+
+import re
+
+from pipeline.research.steps import tags
+from pipeline.core.budget import Phase
+from pipeline.research.context import RunContext
+from pipeline.models.anthropic import LLMError
+from pipeline.research.prompts import load
+from pipeline.core.schema import Conflict, Finding, Problem
+from pipeline.research.steps.checks import CITATION, Evidence, body_of
+
+LABEL = ("_Machine-assisted research report: every sentence cites a verbatim quote from a fetched source; "
+         "check the sources before relying on it._")
+WRITER_MAX_TOKENS = 4000
+_ID = re.compile(r"F\d+")
+_FENCE = re.compile(r"^```[\w-]*\n(.*)\n```$", re.S)
+# Markdown that could turn untrusted text into a link, an image, an autolink, inline HTML or code.
+_MD_ACTIVE = re.compile(r"([\\\[\]()!<>`])")
+# Not allowed raw in a URI, so encoding them keeps the address; with brackets encoded no "[..](..)" can form.
+_URL_ESCAPES = {ch: f"%{ord(ch):02X}" for ch in '[]<>`"\\ {}|^'}
+_AUTHORITY = re.compile(r"^[a-z][a-z0-9+.-]*://[^/?#\s<>`\"]*", re.I)
+
+
+def label(evidence: Evidence | None = None) -> str:
+    """The machine-assisted label; it also names every proxy the plan chose for a vague term, so the reader sees it."""
+    if evidence is None or not evidence.proxies:
+        return LABEL
+    return LABEL[:-1] + " Vague terms were measured by proxies: " + "; ".join(inert(p) for p in evidence.proxies) + "._"
+
+
+def usable_findings(evidence: Evidence) -> list[Finding]:
+    """The findings the writer may use: all but those the support judge found unsupported."""
+    return [f for f in evidence.findings if f.support != "unsupported"]
+
+
+def writer_message(question: str, evidence: Evidence, conflicts: list[Conflict], *, draft: str | None = None,
+                   problems: list[Problem] | None = None) -> str:
+    """The writer's user message in the fixed tag format (spec item 5)."""
+    sources = {s.id: s for s in evidence.sources}
+    parts = [f"<question>{tags.text(question)}</question>"]
+    if evidence.proxies:
+        parts += ["<proxies>", *(f"<proxy>{tags.text(p)}</proxy>" for p in evidence.proxies), "</proxies>"]
+    parts.append("<findings>")
+    for f in usable_findings(evidence):
+        src = sources.get(f.source)
+        attrs = {"id": f.id, "sub_question": f.sub_question or "", "source": f.source,
+                 "title": (src.title if src else None) or "Untitled",
+                 "published": (src.published if src else None) or "undated",
+                 "confidence": f.confidence, "support": f.support}
+        parts += [f"<finding {tags.attrs(attrs)}>", f"<claim>{tags.text(f.claim)}</claim>", f"<quote>{tags.text(f.quote)}</quote>",
+                  "</finding>"]
+    parts += ["</findings>", "<calculations>"]
+    parts += [f"<calculation {tags.attrs({'id': c.id, 'expression': c.expression, 'result': c.result})}/>"
+              for c in evidence.calculations]
+    parts += ["</calculations>", "<gaps>"]
+    parts += [f'<gap id="{gid}">{tags.text(gap)}</gap>' for gid, gap in zip(evidence.gap_ids(), evidence.gaps)]
+    parts += ["</gaps>", "<conflicts>"]
+    parts += [f"<conflict {tags.attrs({'findings': ','.join(c.findings)})}>{tags.text(c.description)}</conflict>"
+              for c in conflicts]
+    parts.append("</conflicts>")
+    if draft is not None:
+        parts.append(f"<draft>{tags.text(draft)}</draft>")
+        parts.append("<problems>")
+        parts += [f"<problem {tags.attrs({'kind': p.kind, 'sentence': p.sentence or ''})}>{tags.text(p.message)}</problem>"
+                  for p in problems or []]
+        parts.append("</problems>")
+    return "\n".join(parts)
+
+
+def write_report(question: str, evidence: Evidence, conflicts: list[Conflict], ctx: RunContext, *,
+                 draft: str | None = None, problems: list[Problem] | None = None) -> str:
+    """One lead-model call: the report body (title, label, text; no Sources section). Raises LLMError."""
+    revision = draft is not None
+    reply = ctx.llm.call(
+        model=ctx.lead_model, system=load("writer"), max_tokens=WRITER_MAX_TOKENS, phase=Phase.SYNTHESIS,
+        messages=[{"role": "user", "content": writer_message(question, evidence, conflicts, draft=draft,
+                                                             problems=problems)}],
+        purpose="writer:revision" if revision else "writer",
+    )
+    text = reply.text.strip()
+    fenced = _FENCE.match(text)
+    body = body_of(fenced.group(1) if fenced else text).strip()
+    if not body:
+        raise LLMError("malformed", "the writer returned an empty report")
+    return with_label(body, question, evidence)
+
+
+def with_label(body: str, question: str, evidence: Evidence | None = None) -> str:
+    """`body` with a title first and exactly one machine-assisted label line right after it."""
+    lines = [ln for ln in body.strip().splitlines() if not _is_label(ln)]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if lines and lines[0].lstrip().startswith("#"):
+        title, rest = lines[0].strip(), lines[1:]
+    else:
+        title, rest = f"# {_one_line(question) or 'Research report'}", lines
+    while rest and not rest[0].strip():
+        rest.pop(0)
+    return "\n".join([title, "", label(evidence), "", *rest]).rstrip() + "\n"
+
+
+def _is_label(line: str) -> bool:
+    return line.strip().strip("*_ ").lower().startswith(("machine-assisted", "machine assisted"))
+
+
+def cited_finding_ids(markdown_body: str) -> list[str]:
+    """F ids in order of first citation in the body."""
+    seen: dict[str, None] = {}
+    for group in CITATION.findall(body_of(markdown_body)):
+        for fid in _ID.findall(group):
+            seen.setdefault(fid, None)
+    return list(seen)
+
+
+def sources_section(markdown_body: str, evidence: Evidence) -> str:
+    """"## Sources" with one bullet per cited finding, in order of first citation; untrusted text rendered inert."""
+    findings = {f.id: f for f in evidence.findings}
+    sources = {s.id: s for s in evidence.sources}
+    bullets = []
+    for fid in cited_finding_ids(markdown_body):
+        f = findings.get(fid)
+        if f is None:
+            continue
+        src = sources.get(f.source)
+        title = inert((src.title if src else None) or "Untitled")
+        url = safe_url(src.final_url) if src else "(source not recorded)"
+        published = inert((src.published if src else None) or "undated")
+        bullets.append(f'- [{fid}] {title}, {url}, {published}: "{inert(f.quote)}"')
+    return "\n".join(["## Sources", "", *(bullets or ["_No finding was cited._"])]) + "\n"
+
+
+def inert(text: str) -> str:
+    """Untrusted text on one line with Markdown link, image, HTML and code syntax escaped."""
+    return _MD_ACTIVE.sub(r"\\\1", _one_line(text))
+
+
+def safe_url(url: str) -> str:
+    """The URL with the characters URIs may not contain raw (so no Markdown link or HTML can form) percent-encoded."""
+    url = _one_line(url)
+    m = _AUTHORITY.match(url)
+    head, tail = (m.group(0), url[m.end():]) if m else ("", url)
+    return head + "".join(_URL_ESCAPES.get(ch, ch) for ch in tail)
+
+
+def no_evidence_report(question: str, evidence: Evidence) -> str:
+    """The report when no finding survived: a title, the label and one cited sentence per gap; no figures invented."""
+    lines = [f"# {_one_line(question) or 'Research report'}", "", label(evidence), ""]
+    gaps = list(zip(evidence.gap_ids(), evidence.gaps))
+    if not gaps:
+        lines.append("No source that was fetched answered the question, so this report states no findings.")
+    for gid, gap in gaps:
+        lines.append(f"No source that was fetched answered: {inert(gap).rstrip('.')} [{gid}].")
+    return "\n".join(lines) + "\n"
+
+
+def fallback_report(question: str, evidence: Evidence) -> str:
+    """Built in code when the writer is unavailable: each usable finding's claim as a cited sentence, then the gaps."""
+    lines = [f"# {_one_line(question) or 'Research report'}", "", label(evidence), "", "## Findings", ""]
+    for f in usable_findings(evidence):
+        caveat = " (low confidence)" if f.confidence == "low" else ""
+        lines.append(f"- {inert(f.claim).rstrip('. ')}{caveat} [{f.id}].")
+    gaps = list(zip(evidence.gap_ids(), evidence.gaps))
+    if gaps:
+        lines += ["", "## Not established", ""]
+        lines += [f"- No source that was fetched answered: {inert(gap).rstrip('.')} [{gid}]." for gid, gap in gaps]
+    return "\n".join(lines) + "\n"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
