@@ -27,13 +27,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pipeline.core.schema import Finding, Plan, Report, RunResult, Source, SubQuestion, Usage  # noqa: E402
 from pipeline.store.files import save_run_file  # noqa: E402
-
 from ui.library import RunLibrary  # noqa: E402
-from pipeline.core.schema import (Finding, Plan, Report, RunResult, Source, SubQuestion, Usage)  # noqa: E402
 
-WORDS = ("price plan cluster storage vector index query latency cloud tier month dollars open source database "
-         "throughput replica region support enterprise free usage").split()
+WORDS = ["price", "plan", "cluster", "storage", "vector", "index", "query", "latency", "cloud", "tier", "month", "dollars", "open", "source", "database", "throughput", "replica", "region", "support", "enterprise", "free", "usage"]
 
 
 def synthetic_run(i: int, rng: random.Random) -> RunResult:

@@ -16,16 +16,17 @@ import re
 import resource
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from statistics import mean
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import trafilatura  # noqa: E402
+import trafilatura
 
-from pipeline.web.extract import ExtractionError, extract_html  # noqa: E402
-from pipeline.web.fetch import decode_text  # noqa: E402
+from pipeline.web.extract import ExtractionError, extract_html
+from pipeline.web.fetch import decode_text
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared/data/extraction"
 _WORD = re.compile(r"\w+")

@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pipeline.config import Settings  # noqa: E402
-from pipeline.research.orchestrator import build_context, research  # noqa: E402
 from pipeline.core.schema import BudgetLimits, RunOptions  # noqa: E402
+from pipeline.research.orchestrator import build_context, research  # noqa: E402
 from pipeline.research.steps.plan import make_plan  # noqa: E402
 from pipeline.research.steps.worker import run_worker  # noqa: E402
 from pipeline.web.corpus import corpus_from_extraction_set  # noqa: E402

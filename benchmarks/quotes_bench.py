@@ -26,7 +26,7 @@ def build_page(data: Path, size: int, rng: random.Random) -> tuple[str, str]:
         bodies = [a["articleBody"] for a in json.loads(data.read_text(encoding="utf-8")).values()]
         source = f"{len(bodies)} article bodies from {data.name}, repeated"
     else:
-        words = "the council said a plan would cost million percent people “new” city’s report — and of".split()
+        words = ["the", "council", "said", "a", "plan", "would", "cost", "million", "percent", "people", "“new”", "city’s", "report", "—", "and", "of"]
         bodies = [" ".join(rng.choice(words) for _ in range(400)) + "." for _ in range(200)]
         source = "synthetic seeded text"
     parts, total = [], 0

@@ -5,7 +5,7 @@
 Real runs (both modes) against the local fake model over the offline corpus of saved news pages give the events
 and RunResults; the per-event time is measured by writing those same events again through a recorder, each one
 committed on its own (as during a run). The listing figure fills a store with `--runs` finished runs, each with
-a real RunResult, and times RunStore.runs() in-process and `python -m pipeline runs --json` as a whole command.
+a real RunResult, and times SqliteRunStore.runs() in-process and `python -m pipeline runs --json` as a whole command.
 """
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pipeline.config import Settings  # noqa: E402
-from pipeline.research.orchestrator import research  # noqa: E402
 from pipeline.core.schema import BudgetLimits, RunOptions, RunResult  # noqa: E402
-from pipeline.store.sqlite import RunStore, StoredEvent  # noqa: E402
+from pipeline.research.orchestrator import research  # noqa: E402
+from pipeline.store.sqlite import SqliteRunStore, StoredEvent  # noqa: E402
 from pipeline.web.corpus import corpus_from_extraction_set  # noqa: E402
 from tests.fakes.anthropic_api import FakeAnthropic  # noqa: E402
 from tests.fakes.research_brain import ResearchBrain  # noqa: E402
@@ -48,7 +48,7 @@ def record_runs(work: Path) -> tuple[Path, list[RunResult]]:
         settings = Settings(anthropic_api_key="sk-ant-bench", anthropic_base_url=fake.base_url,
                             search_provider="corpus", corpus_dir=str(corpus), db_path=str(db))
         limits = BudgetLimits(searches=100, fetches=100, model_calls=500, cost_usd=50)
-        with RunStore(db) as store:
+        with SqliteRunStore(db) as store:
             results = [research(QUESTION, settings, options=RunOptions(mode=m, limits=limits), store=store)
                        for m in ("tools", "fixed")]
     return db, results
@@ -57,19 +57,20 @@ def record_runs(work: Path) -> tuple[Path, list[RunResult]]:
 def time_events(events: list[StoredEvent], work: Path, repeat: int) -> list[float]:
     """Seconds per emit, writing `events` `repeat` times into a fresh store (each emit is one commit)."""
     times = []
-    with RunStore(work / "timing.sqlite") as store:
+    typed = [(e.event(), e.tokens, e.ms) for e in events]  # as a run emits them: typed events
+    with SqliteRunStore(work / "timing.sqlite") as store:
         for r in range(repeat):
             rec = store.recorder(f"t{r}", secrets=["sk-ant-bench"])
-            for e in events:
+            for event, tokens, ms in typed:
                 t0 = time.perf_counter()
-                rec.emit(e.kind, e.payload, tokens=e.tokens, ms=e.ms)
+                rec.emit(event, tokens=tokens, ms=ms)
                 times.append(time.perf_counter() - t0)
     return times
 
 
 def fill(db: Path, results: list[RunResult], n: int) -> None:
     """`n` finished runs with real RunResults, written through recorders as runs write them."""
-    with RunStore(db) as store:
+    with SqliteRunStore(db) as store:
         for i in range(n):
             r = results[i % len(results)].model_copy(update={"run_id": f"bench{i:06d}"})
             rec = store.recorder(r.run_id)
@@ -86,7 +87,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         db, results = record_runs(work)
-        with RunStore(db) as store:
+        with SqliteRunStore(db) as store:
             per_run = {r.mode: store.events(r.run_id) for r in results}
         total = _size(db)
         print(f"database size per run (both runs, WAL folded in): {total / len(results) / 1024:.0f} KiB average")
@@ -108,14 +109,14 @@ def main() -> None:
         fill(listing_db, results, args.runs)
         print(f"filled a store with {args.runs:,} finished runs in {time.perf_counter() - t0:.1f} s "
               f"({_size(listing_db) / 2**20:.0f} MiB)")
-        with RunStore(listing_db) as store:
+        with SqliteRunStore(listing_db) as store:
             store.runs()  # warm the page cache, as a second listing would find it
             laps = []
             for _ in range(5):
                 t0 = time.perf_counter()
                 rows = store.runs()
                 laps.append(time.perf_counter() - t0)
-        print(f"RunStore.runs() over {len(rows):,} runs: best {min(laps) * 1000:.0f} ms, "
+        print(f"SqliteRunStore.runs() over {len(rows):,} runs: best {min(laps) * 1000:.0f} ms, "
               f"median {statistics.median(laps) * 1000:.0f} ms (target: under 200 ms)")
         env = {**os.environ, "RESEARCH_DB": str(listing_db), "PYTHONPATH": str(ROOT)}
         laps = []

@@ -1,8 +1,9 @@
-"""Settings from the environment (names fixed in DESIGN.md) and the model price table."""
+"""Settings from the environment (the names the README documents) and the model price table."""
 from __future__ import annotations
 
 import json
 from functools import cached_property
+from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
@@ -11,6 +12,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from pipeline.core.schema import ModelPrice
 from pipeline.models.pricing import DEFAULT_PRICES
 
+# Each name has one entry in web/search/registry.py (its factory, required setting and keys); a test checks both
+# lists agree. Keys are SecretStr fields: the run store scrubs every SecretStr setting from what it records.
+# The frozen webs shipped with the project; with no search provider configured, runs search the `news` one.
+SHIPPED_CORPORA = Path(__file__).resolve().parents[1] / "benchmarks" / "corpora"
 SearchProviderName = Literal["brave", "tavily", "searxng", "anthropic", "corpus"]
 
 
@@ -40,7 +45,7 @@ class Settings(BaseSettings):
     tavily_api_key: SecretStr | None = Field(None, validation_alias=_env("TAVILY_API_KEY"))
     searxng_url: str | None = Field(None, validation_alias=_env("RESEARCH_SEARXNG_URL"))
     search_base_url: str | None = Field(None, validation_alias=_env("RESEARCH_SEARCH_BASE_URL"))
-    corpus_dir: str = Field("corpus", validation_alias=_env("RESEARCH_CORPUS_DIR"))
+    corpus_dir: str = Field(str(SHIPPED_CORPORA / "news"), validation_alias=_env("RESEARCH_CORPUS_DIR"))
 
     fetch_allow_raw: str = Field("", validation_alias=_env("RESEARCH_FETCH_ALLOW"))
     fetch_ports_raw: str = Field("80,443", validation_alias=_env("RESEARCH_FETCH_PORTS"))
@@ -100,17 +105,3 @@ class Settings(BaseSettings):
             )
         for model in (self.lead_model, self.worker_model):
             self.price(model)
-
-    def require_search_access(self) -> None:
-        """Raise a ConfigError naming the variable the chosen search provider needs."""
-        need = {
-            "brave": ("BRAVE_API_KEY", self.brave_api_key),
-            "tavily": ("TAVILY_API_KEY", self.tavily_api_key),
-            "searxng": ("RESEARCH_SEARXNG_URL", self.searxng_url),
-            "anthropic": ("ANTHROPIC_API_KEY", self.anthropic_api_key),
-        }.get(self.search_provider)
-        if need and not need[1]:
-            raise ConfigError(
-                f"RESEARCH_SEARCH_PROVIDER={self.search_provider} needs {need[0]}; set it, or use "
-                "RESEARCH_SEARCH_PROVIDER=corpus for the offline saved-page index."
-            )

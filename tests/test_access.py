@@ -7,9 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from ui.access import (MIN_CODE_CHARS, OFF_UNSET, AccessState, AttemptLimiter, SecretManagerCode, access_state,
-                             code_matches, crc32c, make_client, reveals_code, visitor_id)
 from tests.fakes.secret_manager import FakeSecretManager
+from ui.access import (
+    MIN_CODE_CHARS,
+    OFF_UNSET,
+    AccessState,
+    AttemptLimiter,
+    SecretManagerCode,
+    access_state,
+    code_matches,
+    crc32c,
+    make_client,
+    reveals_code,
+    visitor_id,
+)
 
 NAME = "projects/demo/secrets/access-code/versions/latest"
 

@@ -3,15 +3,15 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from tests.fakes.anthropic_api import FakeAnthropic, FakeReply, MessagesRequest, reply_json
-from tests.fakes.context import make_context
-
+from pipeline.core.schema import BudgetLimits, FetchResult, Plan, SubQuestion
 from pipeline.research.context import RunContext
 from pipeline.research.prompts import load
-from pipeline.core.schema import BudgetLimits, FetchResult, Plan, SubQuestion
 from pipeline.research.steps.analyse import analyse, judge_support, propose_findings
+from tests.fakes.anthropic_api import FakeAnthropic, FakeReply, MessagesRequest, reply_json
+from tests.fakes.context import make_context
 
 PRICING = ("Acme Cloud pricing, updated March 2025.\n\n"
            "The Starter plan costs $25 per month and includes 10 GB of storage. "

@@ -11,12 +11,11 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui.ledger import SpendLedger
-from pipeline.store.files import save_run_file
-from pipeline.store.timeline import load_timeline
-from ui.library import RunLibrary, load_saved_runs
+from pipeline.core.event_types import FetchEvent, ModelResponseEvent, SearchEvent, StepEvent
 from pipeline.core.schema import Finding, Plan, Problem, Report, RunOptions, RunResult, Source, SubQuestion, Usage
-from pipeline.store.sqlite import RunStore
+from pipeline.store.files import save_run_file
+from pipeline.store.sqlite import SqliteRunStore
+from pipeline.store.timeline import load_timeline
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
@@ -24,6 +23,8 @@ from tests.fakes.secret_manager import FakeSecretManager
 from tests.fakes.web_server import Route, WebServer
 from ui.components import report_path
 from ui.config import AppConfig
+from ui.ledger import SpendLedger
+from ui.library import RunLibrary, load_saved_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 APP_VARS = ["RESEARCH_BENCHMARK_DIR", "ACCESS_CODE", "ACCESS_CODE_SECRET", "RESEARCH_SECRET_MANAGER_URL",
@@ -171,14 +172,14 @@ def test_report_with_unknown_or_hostile_id_says_so(env: Path) -> None:
 
 def record(db: Path, rr: RunResult) -> None:
     """`rr` and a few calls in the run store, as `python -m pipeline run` records them."""
-    with RunStore(db) as store:
+    with SqliteRunStore(db) as store:
         rec = store.recorder(rr.run_id)
         rec.start(question=rr.question, options=RunOptions(), models=rr.models, prompt_version="p1")
-        rec.emit("step", {"name": "plan", "status": "started"})
-        rec.emit("model_response", {"purpose": "planner:0", "cost_usd": 0.0123}, tokens=321, ms=40.0)
-        rec.emit("step", {"name": "research", "status": "started"})
-        rec.emit("search", {"query": "qdrant pricing", "count": 3, "message": None}, ms=12.0)
-        rec.emit("fetch", {"url": "https://qdrant.example/pricing", "ok": True}, ms=30.0)
+        rec.emit(StepEvent(name="plan", status="started"))
+        rec.emit(ModelResponseEvent(purpose="planner:0", response={}, cost_usd=0.0123), tokens=321, ms=40.0)
+        rec.emit(StepEvent(name="research", status="started"))
+        rec.emit(SearchEvent(query="qdrant pricing", count=3, message=None), ms=12.0)
+        rec.emit(FetchEvent(url="https://qdrant.example/pricing", ok=True), ms=30.0)
         rec.finish(rr)
 
 
@@ -411,7 +412,7 @@ def test_a_question_that_contains_the_access_code_is_refused(live: ResearchBrain
     assert not at.exception and "contains the access code" in texts(at, "error") and "live_job" not in at.session_state
     at = ask(at, f"What does Qdrant cost?{CODE.upper()}")  # case does not matter
     assert "contains the access code" in texts(at, "error") and "live_job" not in at.session_state
-    assert not (env / "state" / "live").exists() and RunStore(env / "state" / "research.sqlite").runs() == []
+    assert not (env / "state" / "live").exists() and SqliteRunStore(env / "state" / "research.sqlite").runs() == []
 
 
 def test_the_access_code_is_not_scrubbed_out_of_stored_evidence(live: ResearchBrain, env: Path,
@@ -420,7 +421,7 @@ def test_the_access_code_is_not_scrubbed_out_of_stored_evidence(live: ResearchBr
     at = wait_done(ask(unlock(page("live"), "smallest cluster")))
     assert "Finished: complete" in texts(at, "success")
     (run_file,) = [p for p in (env / "state" / "live").glob("*.json") if not p.name.endswith(".timeline.json")]
-    stored = RunStore(env / "state" / "research.sqlite").result(run_file.stem)
+    stored = SqliteRunStore(env / "state" / "research.sqlite").result(run_file.stem)
     assert stored is not None and QUOTE in [f.quote for f in stored.findings]
 
 

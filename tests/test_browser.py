@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from pipeline.store.files import save_run_file
 from pipeline.core.schema import Finding, Plan, Report, RunResult, Source, SubQuestion
+from pipeline.store.files import save_run_file
 from tests.fakes.web_server import Route, WebServer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,10 +6,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from pipeline.core.budget import Budget, Grant, Phase, Refusal, cost_usd
 from pipeline.config import Settings
-from pipeline.core.schema import ModelPrice
-from pipeline.core.schema import BudgetLimits
+from pipeline.core.budget import Budget, Grant, Phase, Refusal, cost_usd
+from pipeline.core.schema import BudgetLimits, ModelPrice
 
 PRICE = ModelPrice(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30)
 

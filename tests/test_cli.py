@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli.main import main
 from pipeline.cli.commands import print_outcome
+from pipeline.cli.main import main
 from pipeline.core.schema import Report, RunOptions, RunResult
-from pipeline.store.sqlite import RunStore
+from pipeline.store.sqlite import SqliteRunStore
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -55,7 +55,7 @@ def test_console_script_is_declared() -> None:
 def _finished_run(db: Path) -> RunResult:
     result = RunResult(run_id="done1", question="What does Qdrant cost?", mode="fixed", status="complete",
                        report=Report(markdown="# Qdrant\n\nIt starts at 25 dollars."))
-    with RunStore(db) as store:
+    with SqliteRunStore(db) as store:
         recorder = store.recorder(result.run_id)
         recorder.start(question=result.question, options=RunOptions(), models={}, prompt_version="v")
         recorder.finish(result)
@@ -81,7 +81,7 @@ def test_replay_refuses_an_unwritable_json_path_before_running(tmp_path: Path, m
     monkeypatch.setenv("RESEARCH_DB", str(db))
     assert main(["replay", "done1", "--json", str(tmp_path), "--quiet"]) == 2
     assert "--json" in capsys.readouterr().err
-    with RunStore(db) as store:
+    with SqliteRunStore(db) as store:
         assert [r.id for r in store.runs()] == ["done1"]  # nothing was run
 
 
@@ -109,7 +109,7 @@ def test_runs_prints_questions_without_terminal_control_characters(tmp_path: Pat
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "runs.sqlite"
     hostile = "Why\x1b]0;owned\x07 is\x1b[2J the sky \u202eblue\x9b31m?"
-    with RunStore(db) as store:
+    with SqliteRunStore(db) as store:
         store.recorder("ctl1").start(question=hostile, options=RunOptions(), models={}, prompt_version="v")
     monkeypatch.setenv("RESEARCH_DB", str(db))
     assert main(["runs"]) == 0

@@ -6,8 +6,9 @@ import json
 import pytest
 
 from pipeline.config import ConfigError, Settings
-from pipeline.models.pricing import DEFAULT_PRICES
 from pipeline.core.schema import FetchResult, Finding, RunResult, Source
+from pipeline.models.pricing import DEFAULT_PRICES
+from pipeline.web.search.registry import require_search_access
 
 
 def test_environment_names_from_design(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -43,7 +44,7 @@ def test_live_run_without_key_names_the_variable() -> None:
                                           ("searxng", "RESEARCH_SEARXNG_URL"), ("anthropic", "ANTHROPIC_API_KEY")])
 def test_search_provider_without_key_names_the_variable(provider: str, var: str) -> None:
     with pytest.raises(ConfigError, match=var):
-        Settings(search_provider=provider).require_search_access()
+        require_search_access(Settings(search_provider=provider))
 
 
 def test_price_table_has_the_three_models_and_is_overridable(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from pipeline.core.events import ListSink
-from pipeline.research.orchestrator import build_context, research
 from pipeline.config import Settings
+from pipeline.core.events import ListSink
 from pipeline.core.schema import BudgetLimits, RunOptions, RunResult
+from pipeline.research.orchestrator import build_context, research
 from pipeline.web.search.service import make_provider
 from tests.fakes.anthropic_api import FakeAnthropic, MessagesRequest
 from tests.fakes.research_brain import ResearchBrain

@@ -19,15 +19,15 @@ import threading
 import time
 import tracemalloc
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpcore
 import pytest
 from fakes.web_server import Route, WebServer
 
-from pipeline.core.budget import Budget, Phase
 from pipeline.config import Settings
+from pipeline.core.budget import Budget, Phase
 from pipeline.core.events import ListSink
 from pipeline.core.schema import BudgetLimits, FetchResult
 from pipeline.web.fetch import MAX_REDIRECTS, Fetcher, SavedPage, decode_text
@@ -232,7 +232,7 @@ def _tls_material(tmp: Path, name: str) -> tuple[ssl.SSLContext, ssl.SSLContext]
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Test CA")])
     ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
@@ -406,7 +406,7 @@ def test_charsets_decode(server: WebServer, content_type: str, body: bytes, expe
 
 def test_undeclared_charset_is_detected() -> None:
     assert JAPANESE in decode_text((JAPANESE * 4).encode("shift_jis"), None, html=False)
-    assert decode_text("naïve café".encode("utf-8"), None, html=True) == "naïve café"
+    assert decode_text("naïve café".encode(), None, html=True) == "naïve café"
     assert decode_text(b"\xef\xbb\xbfcaf\xc3\xa9", "windows-1252", html=True) == "café"  # a BOM wins over the header
 
 
@@ -425,7 +425,7 @@ def test_charset_labels_mean_what_browsers_read() -> None:
 
 
 def test_a_utf8_body_cut_inside_a_character_still_decodes_as_utf8() -> None:
-    cut = "Zürich – Genè".encode("utf-8")[:-1]
+    cut = "Zürich – Genè".encode()[:-1]
     assert decode_text(cut, None, html=False, truncated=True) == "Zürich – Gen"
 
 

@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core.budget import Budget, Phase, Refusal
 from pipeline.config import Settings
-from ui.jobs import PRESETS, Job, JobRegistry, LiveLimits, Refused
-from ui.ledger import SpendLedger
-from pipeline.store.files import load_run_file
-from pipeline.store.timeline import load_timeline
+from pipeline.core.budget import Budget, Phase, Refusal
 from pipeline.core.schema import BudgetLimits
-from pipeline.store.sqlite import RunStore
+from pipeline.store.files import load_run_file
+from pipeline.store.sqlite import SqliteRunStore
+from pipeline.store.timeline import load_timeline
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
 from tests.fakes.web_server import Route, WebServer
+from ui.jobs import PRESETS, Job, JobRegistry, LiveLimits, Refused
+from ui.ledger import SpendLedger
 
 QUESTION = "What does Qdrant Cloud pricing start at?"
 QUOTE = "Qdrant Cloud pricing starts at 25 dollars per month for the smallest cluster."
@@ -180,7 +180,7 @@ def test_refusals_before_anything_is_spent(tmp_path: Path, world: World) -> None
 
 
 def test_live_runs_are_recorded_in_the_run_store(tmp_path: Path, world: World) -> None:
-    store = RunStore(tmp_path / "research.sqlite")
+    store = SqliteRunStore(tmp_path / "research.sqlite")
     reg = JobRegistry(runs_dir=tmp_path / "live", ledger=SpendLedger(tmp_path / "app.sqlite"), limits=LiveLimits(),
                       settings=world.settings, store=store)
     job = reg.start(QUESTION, "tools", "quick")

@@ -14,14 +14,22 @@ from typing import Any
 
 import pytest
 from fakes.anthropic_api import (
-    FakeAnthropic, FakeReply, MessagesRequest, reply_json, reply_refusal, reply_text, reply_tool_use, reply_web_search,
+    FakeAnthropic,
+    FakeReply,
+    MessagesRequest,
+    reply_json,
+    reply_refusal,
+    reply_text,
+    reply_tool_use,
+    reply_web_search,
 )
 from pydantic import BaseModel
 
-from pipeline.core.budget import Budget, Grant, Phase
 from pipeline.config import ConfigError, Settings
-from pipeline.models.anthropic import LLM, REPAIR_INTRO, WEB_SEARCH_TOOL, LLMError
+from pipeline.core.budget import Budget, Grant, Phase
+from pipeline.core.event_types import Event
 from pipeline.core.schema import BudgetLimits
+from pipeline.models.anthropic import LLM, REPAIR_INTRO, WEB_SEARCH_TOOL, LLMError
 
 KEY = "sk-ant-test-" + "Zq7" * 10
 LEAD = "claude-sonnet-5-5"
@@ -40,8 +48,8 @@ class RecordingSink:
 
     events: list[tuple[str, dict[str, Any], int, float]] = field(default_factory=list)
 
-    def emit(self, kind: str, payload: dict[str, Any], *, tokens: int = 0, ms: float = 0.0) -> None:
-        self.events.append((kind, json.loads(json.dumps(payload)), tokens, ms))
+    def emit(self, event: Event, *, tokens: int = 0, ms: float = 0.0) -> None:
+        self.events.append((event.kind, json.loads(json.dumps(event.payload())), tokens, ms))
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         return [p for k, p, _t, _m in self.events if k == kind]

@@ -156,7 +156,7 @@ def test_eight_threads_adding_at_once_lose_nothing_and_duplicate_nothing() -> No
             for i, sentence in enumerate(sentences):
                 res = nb.add_finding(source=src.id, claim=f"value {i}", quote=sentence)
                 assert isinstance(res, Finding)
-        except BaseException as e:  # noqa: BLE001 - reported below
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]

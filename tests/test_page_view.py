@@ -1,7 +1,7 @@
 """What a model sees of a page: a focused excerpt within the limit, and find_in_page beyond it."""
 from __future__ import annotations
 
-from pipeline.research.tools.page_view import focus_excerpt, find_in_page, paragraphs
+from pipeline.research.tools.page_view import find_in_page, focus_excerpt, paragraphs
 
 FILLER = [f"Paragraph {i} talks about gardening, soil and the weather in spring." for i in range(300)]
 KEY = "The vector database Qdrant charges 25 dollars per month for the starter cluster."

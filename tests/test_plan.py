@@ -5,14 +5,14 @@ import html
 import json
 import re
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from pipeline.core.schema import BudgetLimits, Plan, RunOptions, SubQuestion
+from pipeline.research.prompts import load
+from pipeline.research.steps.plan import PlanDraft, as_draft, make_plan, normalise
 from tests.fakes.anthropic_api import FakeAnthropic, FakeReply, MessagesRequest, reply_json, reply_text
 from tests.fakes.context import make_context
-
-from pipeline.research.prompts import load
-from pipeline.core.schema import BudgetLimits, Plan, RunOptions, SubQuestion
-from pipeline.research.steps.plan import PlanDraft, as_draft, make_plan, normalise
 
 QUESTION = "Why did the most popular JavaScript framework drop TypeScript support in 2024?"
 

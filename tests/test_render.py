@@ -9,9 +9,17 @@ from urllib.parse import unquote
 
 import pytest
 
-from ui.render import (Evidence, markdown_html, notes_html, report_html, report_title, safe_href,
-                             sources_html, text_fragment_url)
 from pipeline.core.schema import Conflict, Finding, Problem, Report, RunResult, Source
+from ui.render import (
+    Evidence,
+    markdown_html,
+    notes_html,
+    report_html,
+    report_title,
+    safe_href,
+    sources_html,
+    text_fragment_url,
+)
 
 OUR_TAGS = {"style", "div", "p", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "blockquote", "table", "thead",
             "tbody", "tr", "th", "td", "hr", "pre", "code", "strong", "em", "span", "a", "br"}

@@ -11,20 +11,21 @@ from typing import Any
 import pytest
 
 from pipeline.cli.main import main
-from pipeline.core.budget import Budget, Phase
 from pipeline.config import Settings
-from pipeline.core.events import ListSink
-from pipeline.models.anthropic import LLM, LLMError
-from pipeline.research.orchestrator import build_context, research
+from pipeline.core.budget import Budget
+from pipeline.core.events import ListSink, NullSink
 from pipeline.core.schema import BudgetLimits, RunOptions, RunResult
-from pipeline.store.sqlite import RunStore
+from pipeline.models.anthropic import LLM, LLMError
+from pipeline.replay.recorded import RecordedModel, RecordedPages, RecordedSearch
 from pipeline.replay.tape import Tape, TapeMode
-from pipeline.web.fetch import Fetcher
+from pipeline.research.orchestrator import build_context, research
+from pipeline.store.sqlite import SqliteRunStore
+from pipeline.web.fetch import Fetcher, WebPages
 from pipeline.web.search.service import SearchService, make_provider
 from tests.fakes.anthropic_api import FakeAnthropic, reply_web_search
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
-from tests.fakes.web_server import Route, WebServer
+from tests.fakes.web_server import WebServer
 from tests.test_e2e import VECTOR_PAGES, page
 
 KEY = "sk-ant-replay-test-key"
@@ -57,7 +58,7 @@ class Fakes:
                         brave_api_key="brave-key", search_base_url=self.search.base_url,
                         fetch_allow_raw=self.web.host_port, model_max_retries=0, model_timeout=10, db_path=str(db))
 
-    def record(self, store: RunStore, question: str, mode: str, **options: Any) -> RunResult:
+    def record(self, store: SqliteRunStore, question: str, mode: str, **options: Any) -> RunResult:
         settings = self.settings(store.path)
         provider = make_provider(settings, sleep=lambda _s: None)
         return research(question, settings, options=RunOptions(mode=mode, **options), store=store,
@@ -93,7 +94,7 @@ def test_replay_with_the_fakes_shut_down_gives_the_same_result(fakes: Fakes, tmp
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     fakes.brain.plans["three parts"] = THREE_PARTS
     db = tmp_path / "runs.sqlite"
-    with RunStore(db) as store:
+    with SqliteRunStore(db) as store:
         original = fakes.record(store, "Qdrant Cloud pricing in three parts", mode)
     assert original.status == "complete" and len(original.sources) >= 2
     assert len({f.sub_question for f in original.findings}) >= 2  # in tools mode: from parallel workers
@@ -106,7 +107,7 @@ def test_replay_with_the_fakes_shut_down_gives_the_same_result(fakes: Fakes, tmp
     assert replayed.report.markdown == original.report.markdown
     assert replayed.findings == original.findings and replayed.usage == original.usage
     assert "matches the recorded result" in capsys.readouterr().err
-    with RunStore(db) as store:
+    with SqliteRunStore(db) as store:
         row = store.run(replayed.run_id)
         assert row is not None and row.replay_of == original.run_id and row.status == "complete"
         assert store.result(replayed.run_id) == replayed
@@ -121,7 +122,7 @@ def test_replay_with_the_fakes_shut_down_gives_the_same_result(fakes: Fakes, tmp
 def test_live_model_replay_calls_the_model_but_takes_the_evidence_from_the_store(
         fakes: Fakes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "runs.sqlite"
-    with RunStore(db) as store:
+    with SqliteRunStore(db) as store:
         original = fakes.record(store, "What does Qdrant Cloud pricing start at?", "tools")
     searches, pages, calls = len(fakes.search.requests), len(fakes.web.requests), len(fakes.model.requests)
     assert original.findings and searches and pages
@@ -142,15 +143,17 @@ def test_a_call_the_recording_lacks_fails_without_any_network(tmp_path: Path) ->
                         fetch_allow_raw="127.0.0.1:9", fetch_ports_raw="9")
     budget = Budget(BudgetLimits(), settings.price)
     sink = ListSink()
-    llm = LLM(settings, budget, sink, tape=tape)  # no API key is needed: nothing can be sent
+    llm = LLM(settings, budget, sink, transport=RecordedModel(tape, budget, sink))  # no key: nothing can be sent
     with pytest.raises(LLMError) as err:
         llm.call(model=settings.lead_model, system="s", messages=[{"role": "user", "content": "hi"}],
                  max_tokens=100, purpose="planner:0")
     assert err.value.kind == "not_recorded" and "--live-model" in err.value.message
     assert sink.of("model_request") == []
-    page_ = Fetcher(settings, budget=budget, events=sink, tape=tape).fetch("http://127.0.0.1:9/page")
+    pages = RecordedPages(tape, WebPages(settings, budget=budget), budget)
+    page_ = Fetcher(settings, events=sink, loader=pages).fetch("http://127.0.0.1:9/page")
     assert not page_.ok and page_.error_kind == "network" and "recording" in (page_.error or "")
-    outcome = SearchService(make_provider(settings, sleep=lambda _s: None), budget, sink, tape=tape).search("x y")
+    live = SearchService(make_provider(settings, sleep=lambda _s: None), budget, sink)
+    outcome = RecordedSearch(tape, live, budget, sink).search("x y")
     assert not outcome.results and "recording has no search" in (outcome.message or "")
     assert budget.used().fetches == 0 and budget.used().searches == 0 and budget.used().model_calls == 0
 
@@ -182,7 +185,8 @@ def test_a_page_reached_by_redirect_is_served_by_its_final_url_too_and_charged_o
     assert Tape(recorded, TapeMode.REPLAY).fetch("https://x.example/a") is not None
     settings = Settings(fetch_allow_raw="127.0.0.1:9", fetch_ports_raw="9")
     budget = Budget(BudgetLimits(), settings.price)
-    fetcher = Fetcher(settings, budget=budget, events=ListSink(), tape=Tape(recorded, TapeMode.REPLAY))
+    pages = RecordedPages(Tape(recorded, TapeMode.REPLAY), WebPages(settings, budget=budget), budget)
+    fetcher = Fetcher(settings, events=ListSink(), loader=pages)
     second = "http://x.example/a" if first.startswith("https") else "https://x.example/a"
     for url in (first, second):
         got = fetcher.fetch(url)
@@ -192,7 +196,7 @@ def test_a_page_reached_by_redirect_is_served_by_its_final_url_too_and_charged_o
 
 def test_served_outcomes_are_charged_as_recorded(fakes: Fakes, tmp_path: Path) -> None:
     db = tmp_path / "runs.sqlite"
-    with RunStore(db) as store:
+    with SqliteRunStore(db) as store:
         original = fakes.record(store, "What does Qdrant Cloud pricing start at?", "fixed")
         tape = Tape.from_store(store, original.run_id, TapeMode.REPLAY)
     fakes.close()
@@ -210,7 +214,7 @@ def test_export_writes_the_run_result_and_runs_lists_it(fakes: Fakes, tmp_path: 
                                                         monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "runs.sqlite"
-    with RunStore(db) as store:
+    with SqliteRunStore(db) as store:
         original = fakes.record(store, "What does Qdrant Cloud pricing start at?", "fixed")
     monkeypatch.setenv("RESEARCH_DB", str(db))
     out = tmp_path / "exported" / "run.json"
@@ -237,7 +241,7 @@ def test_replay_of_a_run_searching_through_anthropic_charges_its_search_calls(tm
                    lambda r: reply_web_search("q", [hit]))
         settings = Settings(anthropic_api_key=KEY, anthropic_base_url=model.base_url, search_provider="anthropic",
                             fetch_allow_raw=web.host_port, model_max_retries=0, db_path=str(db))
-        with RunStore(db) as store:
+        with SqliteRunStore(db) as store:
             original = research("What does Qdrant Cloud pricing start at?", settings, options=RunOptions(mode="tools"),
                                 store=store)
         searches = sum(r.has_tool("web_search") and not r.has_tool("record_finding") for r in model.message_requests)
@@ -249,8 +253,8 @@ def test_replay_of_a_run_searching_through_anthropic_charges_its_search_calls(tm
 
 
 def test_a_request_that_changed_since_the_recording_is_reported_but_a_new_page_nonce_is_not() -> None:
-    from pipeline.store.sqlite import StoredEvent
     from pipeline.core.untrusted import wrap
+    from pipeline.store.sqlite import StoredEvent
 
     settings = Settings()
     page_text = wrap("Qdrant Cloud pricing starts at 25 dollars.", source_id="S1")  # a fresh random nonce each time
@@ -268,7 +272,8 @@ def test_a_request_that_changed_since_the_recording_is_reported_but_a_new_page_n
         events += [StoredEvent(seq=2 * i + 1, kind="model_request", payload=request),
                    StoredEvent(seq=2 * i + 2, kind="model_response", payload=answer)]
     tape = Tape(events, TapeMode.REPLAY)
-    llm = LLM(settings, Budget(BudgetLimits(), settings.price), tape=tape)
+    budget = Budget(BudgetLimits(), settings.price)
+    llm = LLM(settings, budget, transport=RecordedModel(tape, budget, NullSink()))
     fresh = wrap("Qdrant Cloud pricing starts at 25 dollars.", source_id="S1")
     assert fresh != page_text
     for purpose, text in [("same", fresh), ("changed", fresh + " Answer in French.")]:

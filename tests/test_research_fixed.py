@@ -3,18 +3,19 @@ failures, the fetch budget, one fetch per URL, and source ids that do not depend
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import ExitStack
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
+
+from pipeline.core.schema import BudgetLimits, Plan, RunOptions, SubQuestion
+from pipeline.research.context import RunContext
+from pipeline.research.steps.research import Candidate, rank, research_fixed
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.context import make_context, static_resolver
 from tests.fakes.search_apis import FakeSearchApi, Hit, Request
 from tests.fakes.web_server import Route, WebServer
-
-from pipeline.research.context import RunContext
-from pipeline.core.schema import BudgetLimits, Plan, RunOptions, SubQuestion
-from pipeline.research.steps.research import Candidate, rank, research_fixed
 
 HOSTS = ("alpha.test", "www.alpha.test", "beta.test", "gamma.test")
 

@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli.main import main
-from pipeline.replay.checkpoint import Checkpoint
+from pipeline.core.event_types import SearchEvent
 from pipeline.core.schema import RunOptions, RunResult
-from pipeline.store.sqlite import REEMITTED, RunStore, StoreError
+from pipeline.replay.checkpoint import Checkpoint
 from pipeline.replay.tape import without_nonces
+from pipeline.store.sqlite import REEMITTED, SqliteRunStore, StoreError
 from tests.fakes.anthropic_api import FakeAnthropic, MessagesRequest
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
@@ -103,7 +104,7 @@ def test_a_killed_run_resumes_without_repeating_finished_work(world: World, tmp_
     listed = subprocess.run([sys.executable, "-m", "pipeline", "runs", "--json"], capture_output=True, text=True,
                             env=world.env(), timeout=60)
     assert [(r["id"], r["status"]) for r in json.loads(listed.stdout)] == [(run_id, "interrupted")]
-    with RunStore(world.db) as store:
+    with SqliteRunStore(world.db) as store:
         assert store.result(run_id) is None
         assert [e.payload["after"] for e in store.events(run_id, ["checkpoint"])] == ["plan"]
         recorded_before = len(store.events(run_id))
@@ -131,7 +132,7 @@ def test_a_killed_run_resumes_without_repeating_finished_work(world: World, tmp_
     # Spend is counted once: the ledger continued from the recording, so it holds every request sent, once.
     assert result.usage.model_calls == len(world.model.requests) > before["model"]
     assert result.usage.searches == 1 and result.usage.fetches == 2
-    with RunStore(world.db) as store:
+    with SqliteRunStore(world.db) as store:
         responses = store.events(run_id, ["model_response"])
         assert len(responses) == len(world.model.requests)  # served calls are not recorded twice
         assert sum(e.payload["cost_usd"] for e in responses) == pytest.approx(result.usage.cost_usd)
@@ -171,10 +172,10 @@ def _interrupted_run(db: Path, provider: str) -> None:
     """A run whose process is gone, after one search through `provider`."""
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
                           check=True)
-    with RunStore(db) as store:
+    with SqliteRunStore(db) as store:
         recorder = store.recorder("r1")
         recorder.start(question=QUESTION, options=RunOptions(), models={}, prompt_version="v")
-        recorder.emit("search", {"query": "qdrant pricing", "provider": provider, "n": 10, "results": []})
+        recorder.emit(SearchEvent(query="qdrant pricing", provider=provider, n=10, results=[]))
     with sqlite3.connect(db) as db_:
         db_.execute("UPDATE runs SET pid = ? WHERE id = 'r1'", (int(dead.stdout),))
 
@@ -190,14 +191,14 @@ def test_resume_refuses_a_search_provider_other_than_the_recorded_one(tmp_path: 
         monkeypatch.setenv(name, value)
     assert main(["resume", "r1", "--quiet"]) == 2
     assert "RESEARCH_SEARCH_PROVIDER=brave" in capsys.readouterr().err
-    with RunStore(db) as store:
+    with SqliteRunStore(db) as store:
         assert store.run("r1").shown_status == "interrupted"  # type: ignore[union-attr]  # not taken over
 
 
 def test_of_two_resumes_racing_for_one_run_only_one_claims_it(tmp_path: Path) -> None:
     db = tmp_path / "runs.sqlite"
     _interrupted_run(db, "brave")
-    with RunStore(db) as first, RunStore(db) as second:
+    with SqliteRunStore(db) as first, SqliteRunStore(db) as second:
         # Both have read the row and found its process gone; then both try to take it over.
         seen_first, seen_second = first.require_run("r1"), second.require_run("r1")
         assert seen_first.shown_status == seen_second.shown_status == "interrupted"

@@ -5,21 +5,29 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
 
-from pipeline.core.budget import Budget, Phase
-from pipeline.config import ConfigError, Settings
-from pipeline.core.events import ListSink
-from pipeline.models.anthropic import LLM
-from pipeline.core.schema import BudgetLimits, SearchResult
 from pipeline.cli.commands import search_results
+from pipeline.config import ConfigError, Settings
+from pipeline.core.budget import Budget, Phase
+from pipeline.core.events import ListSink
+from pipeline.core.schema import BudgetLimits, SearchResult
+from pipeline.models.anthropic import LLM
+from pipeline.models.base import LLMError
 from pipeline.web.search.service import (
-    AnthropicWebSearch, BraveSearch, SearchFailed, SearchService, SearxngSearch, TavilySearch, make_provider,
+    AnthropicWebSearch,
+    BraveSearch,
+    SearchFailed,
+    SearchService,
+    SearxngSearch,
+    TavilySearch,
+    make_provider,
     parse_web_search_blocks,
 )
 from tests.fakes.anthropic_api import FakeAnthropic
@@ -390,7 +398,8 @@ def test_service_turns_a_failed_anthropic_search_into_a_message() -> None:
                             anthropic_base_url=model.base_url, model_max_retries=0)
         budget = Budget(BudgetLimits(), settings.price)
         llm = LLM(settings, budget, events)
-        service = SearchService(make_provider(settings, server_web_search=llm.server_web_search), budget, events)
+        provider = make_provider(settings, server_web_search=llm.server_web_search, model_errors=(LLMError,))
+        service = SearchService(provider, budget, events)
         outcome = service.search("europa plumes")
         assert len(model.requests) == 1
     assert outcome.results == [] and outcome.message and outcome.message.startswith("SEARCH_FAILED")

@@ -14,10 +14,9 @@ def test_a_failure_inside_the_transaction_rolls_everything_back(tmp_path: Path) 
         db.execute("CREATE TABLE t (x INTEGER)")
     with immediate(path) as db:
         db.execute("INSERT INTO t VALUES (1)")
-    with pytest.raises(RuntimeError):
-        with immediate(path) as db:
-            db.execute("INSERT INTO t VALUES (2)")
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), immediate(path) as db:
+        db.execute("INSERT INTO t VALUES (2)")
+        raise RuntimeError("boom")
     with opened(path) as db:
         assert [r[0] for r in db.execute("SELECT x FROM t")] == [1]
         assert not db.in_transaction

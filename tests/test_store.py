@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 
 from pipeline.config import Settings
-from pipeline.research.context import RunContext
+from pipeline.core.event_types import Event, FetchEvent, StepEvent, ToolCallEvent
 from pipeline.core.events import EventSink, ListSink
-from pipeline.research.orchestrator import build_context, research
 from pipeline.core.schema import Report, RunOptions, RunResult
-from pipeline.store.sqlite import SCHEMA_VERSION, RunStore, StoreError
+from pipeline.research.context import RunContext
+from pipeline.research.orchestrator import build_context, research
+from pipeline.store.sqlite import SCHEMA_VERSION, SqliteRunStore, StoreError
 from pipeline.web.search.service import make_provider
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.research_brain import ResearchBrain
@@ -40,7 +41,7 @@ def fakes() -> Iterator[Fakes]:
 
 
 def test_events_hold_every_request_and_response_exactly(fakes: Fakes, tmp_path: Path) -> None:
-    with RunStore(tmp_path / "r.sqlite") as store:
+    with SqliteRunStore(tmp_path / "r.sqlite") as store:
         result = fakes.record(store, QUESTION, "tools")
         events = store.events(result.run_id)
         row = store.run(result.run_id)
@@ -69,14 +70,14 @@ def test_eight_runs_writing_at_once_lose_nothing(fakes: Fakes, tmp_path: Path) -
     results: list[RunResult | None] = [None] * 8
     errors: list[BaseException] = []
     settings = fakes.settings(tmp_path / "r.sqlite")
-    with RunStore(tmp_path / "r.sqlite") as store:
+    with SqliteRunStore(tmp_path / "r.sqlite") as store:
         def one(i: int) -> None:
             try:
                 provider = make_provider(settings, sleep=lambda _s: None)
                 results[i] = research(f"{QUESTION} variant {i}", settings, options=RunOptions(mode="tools"),
                                       events=sinks[i], store=store,
                                       context=lambda s, o, e, **kw: build_context(s, o, e, provider=provider, **kw))
-            except BaseException as e:  # noqa: BLE001 - reported below
+            except BaseException as e:
                 errors.append(e)
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
@@ -99,17 +100,18 @@ def test_eight_runs_writing_at_once_lose_nothing(fakes: Fakes, tmp_path: Path) -
 
 WRITER = textwrap.dedent("""
     import os, sys, time
-    from pipeline.core.schema import RunOptions
-    from pipeline.store.sqlite import RunStore
+    from pipeline.core.event_types import SearchEvent
+    from pipeline.core.schema import RunOptions, SearchResult
+    from pipeline.store.sqlite import SqliteRunStore
     db, run_id, n, folder = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-    store = RunStore(db)
+    store = SqliteRunStore(db)
     rec = store.recorder(run_id)
     rec.start(question="q " + run_id, options=RunOptions(), models={}, prompt_version="v")
     open(os.path.join(folder, run_id + ".ready"), "w").close()
     while not os.path.exists(os.path.join(folder, "go")):  # all eight start writing together
         time.sleep(0.005)
     for i in range(n):
-        rec.emit("search", {"query": f"query {i}", "results": [{"title": "t", "url": "https://e.org/" + str(i)}]})
+        rec.emit(SearchEvent(query=f"query {i}", results=[SearchResult(title="t", url="https://e.org/" + str(i))]))
     store.close()
 """)
 N_EVENTS = 1000
@@ -117,7 +119,7 @@ N_EVENTS = 1000
 
 def test_eight_processes_writing_at_once_get_no_database_is_locked(tmp_path: Path) -> None:
     db = tmp_path / "shared.sqlite"
-    RunStore(db).close()
+    SqliteRunStore(db).close()
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(db), f"p{i}", str(N_EVENTS), str(tmp_path)],
                               stderr=subprocess.PIPE, text=True) for i in range(8)]
     deadline = time.monotonic() + 60
@@ -128,7 +130,7 @@ def test_eight_processes_writing_at_once_get_no_database_is_locked(tmp_path: Pat
     failures = [(p.wait(120), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
     assert all(code == 0 for code, _ in failures), failures
     assert not any("locked" in err for _, err in failures)
-    with RunStore(db) as store:
+    with SqliteRunStore(db) as store:
         for i in range(8):
             events = store.events(f"p{i}")
             assert [e.seq for e in events] == list(range(1, N_EVENTS + 1))
@@ -149,11 +151,11 @@ def test_a_cancelled_run_is_stored_as_cancelled(fakes: Fakes, tmp_path: Path) ->
         return contexts[-1]
 
     class CancelAtFirstFetch:  # the visitor presses cancel while the pages are being read
-        def emit(self, kind: str, payload: dict[str, Any], *, tokens: int = 0, ms: float = 0.0) -> None:
-            if kind == "fetch":
+        def emit(self, event: Event, *, tokens: int = 0, ms: float = 0.0) -> None:
+            if isinstance(event, FetchEvent):
                 contexts[0].budget.cancel()
 
-    with RunStore(tmp_path / "r.sqlite") as store:
+    with SqliteRunStore(tmp_path / "r.sqlite") as store:
         result = research(QUESTION, settings, options=RunOptions(mode="fixed"), events=CancelAtFirstFetch(),
                           store=store, context=context)
         stored, row = store.result(result.run_id), store.run(result.run_id)
@@ -178,7 +180,7 @@ def test_no_key_or_access_code_reaches_the_database_file(tmp_path: Path) -> None
         settings = Settings(anthropic_api_key=API_KEY, anthropic_base_url=model.base_url, search_provider="brave",
                             brave_api_key="brave-secret-key-123", search_base_url=api.base_url,
                             fetch_allow_raw=web.host_port, model_max_retries=0, db_path=str(db))
-        with RunStore(db) as store:
+        with SqliteRunStore(db) as store:
             # The visitor pasted the access code into the question; the app hands the code to the run as a secret.
             result = research(f"{QUESTION} {ACCESS_CODE}", settings, options=RunOptions(mode="fixed"), store=store,
                               secrets=[ACCESS_CODE])
@@ -190,17 +192,17 @@ def test_no_key_or_access_code_reaches_the_database_file(tmp_path: Path) -> None
     assert b"Qdrant Cloud pricing starts at 25 dollars" in data  # the evidence is there...
     for secret in (API_KEY, ACCESS_CODE, "brave-secret-key-123"):
         assert secret.encode() not in data  # ...the secrets are not
-    with RunStore(db) as store:
+    with SqliteRunStore(db) as store:
         assert "[redacted]" in store.runs()[0].question
 
 
 def test_a_secret_that_json_escapes_is_scrubbed_from_the_stored_result(tmp_path: Path) -> None:
     secret = 'say "open" \\ 4711'  # serialised, its quotes and backslash are escaped: only the data holds it as is
     db = tmp_path / "escape.sqlite"
-    with RunStore(db) as store:
+    with SqliteRunStore(db) as store:
         recorder = store.recorder("r1", secrets=[secret])
         recorder.start(question=f"Why {secret}?", options=RunOptions(), models={}, prompt_version="v")
-        recorder.emit("step", {"name": "plan", "note": secret})
+        recorder.emit(ToolCallEvent(sub_question="Q1", name="calculate", input={"note": secret}))
         recorder.finish(RunResult(run_id="r1", question=f"Why {secret}?", mode="fixed", status="complete",
                                   report=Report(markdown=f"The code was {secret}.")))
         stored = store.result("r1")
@@ -240,7 +242,7 @@ def test_an_old_database_is_upgraded_in_place_without_losing_runs(tmp_path: Path
     old.commit()
     old.close()
 
-    with RunStore(db) as store:
+    with SqliteRunStore(db) as store:
         assert store.schema_version() == SCHEMA_VERSION == 2
         assert [r.id for r in store.runs()] == ["old2", "old1"]
         assert store.result("old1") == finished
@@ -251,11 +253,11 @@ def test_an_old_database_is_upgraded_in_place_without_losing_runs(tmp_path: Path
         assert [r.status for r in store.runs()] == ["interrupted", "complete"]
         new = store.recorder("new1")
         new.start(question="New?", options=RunOptions(), models={}, prompt_version="v2")
-        new.emit("step", {"name": "x"})
+        new.emit(StepEvent(name="x"))
         assert store.events("new1")[0].at is not None
-    with RunStore(db) as store:  # opening again changes nothing
+    with SqliteRunStore(db) as store:  # opening again changes nothing
         assert store.schema_version() == 2 and len(store.runs()) == 3
 
     sqlite3.connect(db).execute("PRAGMA user_version = 99").connection.commit()
     with pytest.raises(StoreError, match="newer"):
-        RunStore(db)
+        SqliteRunStore(db)

@@ -3,18 +3,18 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Iterator
 
 import pytest
 from fakes.context import CLOSED_PORT_URL, make_context
 from fakes.search_apis import Canned, FakeSearchApi, Hit
 from fakes.web_server import Route, WebServer
 
-from pipeline.research.context import RunContext
 from pipeline.core.events import ListSink
-from pipeline.models.anthropic import request_body
 from pipeline.core.schema import BudgetLimits, SearchResult, SubQuestion
+from pipeline.models.anthropic import request_body
+from pipeline.research.context import RunContext
 from pipeline.research.tools.toolbox import REFUSED, REPEATED_CALL, TOOL_ORDER, TOOLS, Toolbox
 from pipeline.web.search.service import SearchService
 

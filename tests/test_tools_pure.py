@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from pipeline.research.tools.calculate import calculate
 from pipeline.core.untrusted import TAG, wrap
+from pipeline.research.tools.calculate import calculate
 
 
 @pytest.mark.parametrize("expr,expected", [

@@ -5,23 +5,35 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 from fakes.anthropic_api import (
-    FakeAnthropic, FakeReply, MessagesRequest, reply_text, reply_tool_use, tool_use_block,
+    FakeAnthropic,
+    FakeReply,
+    MessagesRequest,
+    reply_text,
+    reply_tool_use,
+    tool_use_block,
 )
 from fakes.context import make_context
 from fakes.search_apis import FakeSearchApi, Hit
 from fakes.web_server import Route, WebServer
 
-from pipeline.research.context import RunContext
 from pipeline.core.events import ListSink
-from pipeline.research.prompts import load
 from pipeline.core.schema import BudgetLimits, Plan, RunOptions, SubQuestion
+from pipeline.research.context import RunContext
+from pipeline.research.prompts import load
 from pipeline.research.steps.worker import (
-    NOTE_BUDGET, NOTE_WRAP_UP, NUDGE_BRIEF, NUDGE_PROSE, describes_tool_call, first_message, research_tools,
+    NOTE_BUDGET,
+    NOTE_WRAP_UP,
+    NUDGE_BRIEF,
+    NUDGE_PROSE,
+    describes_tool_call,
+    first_message,
+    research_tools,
 )
 from pipeline.research.tools.toolbox import TOOL_ORDER
 

@@ -6,21 +6,21 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from fakes.anthropic_api import FakeAnthropic, FakeReply, MessagesRequest, default_brain, reply_json, reply_text
 
-from pipeline.core.budget import Budget, Phase
 from pipeline.config import Settings
-from pipeline.research.context import RunContext
+from pipeline.core.budget import Budget, Phase
 from pipeline.core.events import ListSink
-from pipeline.models.anthropic import LLM, LLMError
 from pipeline.core.notebook import Notebook
-from pipeline.research.prompts import load
 from pipeline.core.schema import BudgetLimits, Calculation, Conflict, Finding, Problem, Source
+from pipeline.models.anthropic import LLM, LLMError
+from pipeline.research.context import RunContext
+from pipeline.research.prompts import load
 from pipeline.research.steps.checks import Evidence, check_report
 from pipeline.research.steps.review import write_and_review
 from pipeline.research.steps.write import LABEL, no_evidence_report, sources_section, write_report, writer_message
@@ -56,7 +56,7 @@ GAPS = ["How many residents cycle to work?"]
 
 _WORD = re.compile(r"[a-z]{4,}")
 _NUM = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
-_STOP = frozenset("that this with from over after were have their about which".split())
+_STOP = frozenset(["that", "this", "with", "from", "over", "after", "were", "have", "their", "about", "which"])
 
 
 def _tag(text: str, name: str) -> str:

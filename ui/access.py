@@ -9,9 +9,10 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from pipeline.store.sqlite_tx import immediate, opened
 

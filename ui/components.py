@@ -7,10 +7,10 @@ from urllib.parse import quote
 import pandas as pd
 import streamlit as st
 
-from ui.render import notes_html, report_html, report_title, strip_bidi
+from pipeline.core.schema import RunResult
 from pipeline.store.timeline import Timeline
 from ui.library import summarise
-from pipeline.core.schema import RunResult
+from ui.render import notes_html, report_html, report_title, strip_bidi
 
 _MD_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")
 LABEL = ("Machine-assisted report. Every [F#] citation is a verbatim quote that code found in a page this run "

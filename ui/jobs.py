@@ -9,22 +9,34 @@ import time
 import traceback
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Literal
 
 from pydantic import BaseModel
 
-from pipeline.core.budget import Budget
 from pipeline.config import ConfigError, Settings
-from pipeline.research.context import RunContext
+from pipeline.core.budget import Budget
+from pipeline.core.event_types import (
+    Event,
+    FetchEvent,
+    FindingEvent,
+    ModelErrorEvent,
+    ModelResponseEvent,
+    RejectedEvent,
+    SearchEvent,
+    StepEvent,
+)
 from pipeline.core.events import EventSink, FanOut
+from pipeline.core.schema import BudgetLimits, Mode, Problem, RunOptions, RunResult
+from pipeline.research.context import RunContext
 from pipeline.research.orchestrator import build_context, research
+from pipeline.store.base import RunStore
 from pipeline.store.files import save_run_file
 from pipeline.store.timeline import TimelineRecorder
-from pipeline.core.schema import BudgetLimits, Mode, Problem, RunOptions, RunResult
+from pipeline.web.search.registry import require_search_access
 from ui.ledger import SpendLedger
-from pipeline.store.sqlite import RunStore
 
 log = logging.getLogger(__name__)
 MAX_QUESTION_CHARS = 500
@@ -98,17 +110,15 @@ class ProgressSink:
         self.rejected = 0
         self.recent: deque[str] = deque(maxlen=8)
 
-    def emit(self, kind: str, payload: dict[str, Any], *, tokens: int = 0, ms: float = 0.0) -> None:
+    def emit(self, event: Event, *, tokens: int = 0, ms: float = 0.0) -> None:
         with self._lock:
-            if kind == "step" and payload.get("status") == "started":
-                name = str(payload.get("name") or "")
-                part = payload.get("part")
-                self.step = f"{name} ({part})" if part else name
-            elif kind == "finding":
+            if isinstance(event, StepEvent) and event.status == "started":
+                self.step = f"{event.name} ({event.part})" if event.part else event.name
+            elif isinstance(event, FindingEvent):
                 self.findings += 1
-            elif kind == "rejected":
+            elif isinstance(event, RejectedEvent):
                 self.rejected += 1
-            line = _activity(kind, payload, tokens)
+            line = _activity(event, tokens)
             if line:
                 self.recent.append(line)
 
@@ -118,15 +128,16 @@ class ProgressSink:
             return self.step, self.findings, self.rejected, list(self.recent)
 
 
-def _activity(kind: str, p: dict[str, Any], tokens: int) -> str | None:
-    if kind == "search":
-        return f"search: {str(p.get('query', ''))[:80]} ({p.get('count', 0)} results)"
-    if kind == "fetch" and not p.get("cached"):
-        return f"fetch: {str(p.get('url', ''))[:90]} ({'ok' if p.get('ok') else p.get('error_kind') or 'failed'})"
-    if kind == "model_response":
-        return f"model: {p.get('purpose', '')} ({tokens:,} tokens, ${float(p.get('cost_usd') or 0):.4f})"
-    if kind == "model_error":
-        return f"model: {p.get('purpose', '')} failed ({p.get('kind', '')})"
+def _activity(event: Event, tokens: int) -> str | None:
+    match event:
+        case SearchEvent():
+            return f"search: {event.query[:80]} ({event.count} results)"
+        case FetchEvent(cached=False):
+            return f"fetch: {event.url[:90]} ({'ok' if event.ok else event.error_kind or 'failed'})"
+        case ModelResponseEvent():
+            return f"model: {event.purpose} ({tokens:,} tokens, ${event.cost_usd:.4f})"
+        case ModelErrorEvent():
+            return f"model: {event.purpose} failed ({event.error_kind})"
     return None
 
 
@@ -197,7 +208,7 @@ class JobRegistry:
         try:
             settings = self._settings()
             settings.require_model_access()
-            settings.require_search_access()
+            require_search_access(settings)
         except (ConfigError, ValueError) as e:
             return f"Live runs cannot start on this server: {e}"
         return None

@@ -3,9 +3,9 @@ changes) and loaded by run id. Bad files are reported, never fatal."""
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timezone
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterable
 
 from pydantic import BaseModel, ValidationError
 
@@ -44,7 +44,7 @@ def summarise(rr: RunResult, *, file: str, suite: str, mtime: float | None = Non
     planned = (len(plan.sub_questions) + len(plan.not_researched)) if plan else 0
     models = " / ".join(v for k, v in rr.models.items() if k in ("lead", "worker"))
     return RunSummary(
-        run_id=rr.run_id, question=rr.question, suite=str(getattr(rr, "suite", None) or suite), mode=rr.mode,
+        run_id=rr.run_id, question=rr.question, suite=suite, mode=rr.mode,
         models=models, date=_run_date(rr, mtime), status=rr.status, findings=len(rr.findings),
         rejected=len(rr.rejected), answered=answered, planned=planned, problems=len(rr.problems),
         cost_usd=round(rr.usage.cost_usd, 6),
@@ -55,12 +55,12 @@ def summarise(rr: RunResult, *, file: str, suite: str, mtime: float | None = Non
 def _run_date(rr: RunResult, mtime: float | None) -> str:
     """When the run happened: its start time, else its last fetch (older files), else the file's time."""
     if started := rr.timings.get("started_at"):
-        return datetime.fromtimestamp(started, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        return datetime.fromtimestamp(started, UTC).strftime("%Y-%m-%d %H:%M:%S")
     fetched = [s.fetched_at for s in rr.sources if s.fetched_at]
     if fetched:
         return max(fetched)[:19].replace("T", " ")
     if mtime is not None:
-        return datetime.fromtimestamp(mtime, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        return datetime.fromtimestamp(mtime, UTC).strftime("%Y-%m-%d %H:%M:%S")
     return ""
 
 
@@ -101,13 +101,13 @@ class RunLibrary:
                 except (ValidationError, OSError, ValueError) as e:
                     entry = _reason(e)
                 self._seen[path] = (sig, entry)
-            rows = [e for _, e in self._seen.values() if isinstance(e, RunSummary)]
-            errors = sorted((str(p.relative_to(self.folder)), e) for p, (_, e) in self._seen.items()
-                            if isinstance(e, str))
+            rows = [seen for _, seen in self._seen.values() if isinstance(seen, RunSummary)]
+            errors = sorted((str(p.relative_to(self.folder)), seen) for p, (_, seen) in self._seen.items()
+                            if isinstance(seen, str))
             self._by_id = {}
-            for path, (_, e) in sorted(self._seen.items()):
-                if isinstance(e, RunSummary):
-                    self._by_id.setdefault(e.run_id, path)
+            for path, (_, seen) in sorted(self._seen.items()):
+                if isinstance(seen, RunSummary):
+                    self._by_id.setdefault(seen.run_id, path)
         rows.sort(key=lambda r: (r.date, r.run_id), reverse=True)
         return rows, errors
 

@@ -11,9 +11,10 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
+from pipeline.core.ids import CITATION, CITED_ID, CITED_IDS, gap_id
 from pipeline.core.schema import Calculation, Finding, RunResult, Source
+from pipeline.core.urls import url_key
 from pipeline.research.steps.checks import body_of
-from pipeline.core.urls import normalise_url
 
 _PUA = 0xE000  # backslash-escaped punctuation is parked here while emphasis is parsed, so "\*" stays literal
 _PUA_RE = re.compile("[\ue000-\ue07f]")
@@ -22,11 +23,10 @@ _ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
 _CODE = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
 _TOKENS = re.compile(
     r"(?P<link>!?\[(?P<text>[^\[\]\n]*)\]\((?P<href>[^()\s]*(?:\([^()\s]*\)[^()\s]*)*)(?:\s+\"[^\"\n]*\")?\))"
-    r"|(?P<cite>\[(?P<ids>[FGC]\d+(?:\s*[,;]\s*[FGC]\d+)*)\])"
+    rf"|(?P<cite>\[(?P<ids>{CITED_IDS})\])"
     r"|(?P<url>https?://[^\s<>\"'\])]+)",
     re.I,
 )
-_ID = re.compile(r"[FGC]\d+")
 # A span never runs past the next opening delimiter (nor a link text past the next "["): otherwise every unclosed
 # opener scans to the end of the text, and rendering is quadratic in it.
 _STRONG = re.compile(r"\*\*(?=\S)((?:(?!\*\*).)+?)(?<=\S)\*\*|(?<![\w_])__(?=\S)((?:(?!__).)+?)(?<=\S)__(?![\w_])")
@@ -55,24 +55,17 @@ class Evidence:
     @classmethod
     def of(cls, rr: RunResult) -> Evidence:
         ev = cls(findings={f.id: f for f in rr.findings}, sources={s.id: s for s in rr.sources},
-                 gaps={f"G{i}": g for i, g in enumerate(rr.report.gaps, 1)},
+                 gaps={gap_id(i): g for i, g in enumerate(rr.report.gaps, 1)},
                  calculations={c.id: c for c in rr.calculations})
         for s in rr.sources:
             for u in (s.url, s.final_url):
                 if safe_href(u):
-                    ev._by_url.setdefault(_url_key(u), s)
+                    ev._by_url.setdefault(url_key(u), s)
         return ev
 
     def fetched(self, url: str) -> Source | None:
         """The fetched source at `url` (compared normalised), or None: only these may become links."""
-        return self._by_url.get(_url_key(url))
-
-
-def _url_key(url: str) -> str:
-    try:
-        return normalise_url(url)
-    except ValueError:
-        return url
+        return self._by_url.get(url_key(url))
 
 
 def safe_href(url: str | None) -> str | None:
@@ -155,7 +148,7 @@ class _Inline:
 
     def _token(self, m: re.Match[str]) -> str:
         if m.group("cite"):
-            return "".join(self.cite(i) for i in _ID.findall(m.group("ids")))
+            return "".join(self.cite(i) for i in CITED_ID.findall(m.group("ids")))
         raw = m.group(0)
         href = _unpark(m.group("href") if m.group("link") else raw)
         src = self.ev.fetched(href) if not raw.startswith("!") else None
@@ -235,12 +228,16 @@ def markdown_html(markdown: str, evidence: Evidence, *, cards: bool = True) -> s
         while lists and lists[-1][0] > indent:
             out.append(f"</li></{lists.pop()[1]}>")
 
+    def end_block() -> None:
+        flush()
+        close_lists()
+
     i = 0
     while i < len(lines):
         line = lines[i]
         stripped = line.strip()
         if stripped.startswith("```"):
-            flush(), close_lists()
+            end_block()
             end = next((j for j in range(i + 1, len(lines)) if lines[j].strip().startswith("```")), len(lines))
             out.append(f"<pre><code>{_esc(chr(10).join(lines[i + 1:end]))}</code></pre>")
             i = end + 1
@@ -250,20 +247,20 @@ def markdown_html(markdown: str, evidence: Evidence, *, cards: bool = True) -> s
             i += 1
             continue
         if (h := _HEADING.match(stripped)) is not None:
-            flush(), close_lists()
+            end_block()
             level = min(6, len(h.group(1)) + 1)  # the page has its own h1
             out.append(f"<h{level}>{inline.render(_heading_text(h.group(2)))}</h{level}>")
         elif _RULE.match(stripped):
-            flush(), close_lists()
+            end_block()
             out.append("<hr>")
         elif stripped.startswith("|") and i + 1 < len(lines) and _TABLE_SEP.match(lines[i + 1]):
-            flush(), close_lists()
+            end_block()
             end = next((j for j in range(i + 2, len(lines)) if not lines[j].strip().startswith("|")), len(lines))
             out.append(_table(lines[i], lines[i + 2:end], inline))
             i = end
             continue
         elif stripped.startswith(">"):
-            flush(), close_lists()
+            end_block()
             quoted = []
             while i < len(lines) and lines[i].strip().startswith(">"):
                 quoted.append(lines[i].strip()[1:].strip())
@@ -288,7 +285,7 @@ def markdown_html(markdown: str, evidence: Evidence, *, cards: bool = True) -> s
             close_lists()
             para.append(stripped)
         i += 1
-    flush(), close_lists()
+    end_block()
     return "\n".join(out)
 
 
@@ -305,8 +302,8 @@ def cited_findings(rr: RunResult) -> list[Finding]:
     """Findings the report body cites, in order of first citation."""
     findings = {f.id: f for f in rr.findings}
     seen: dict[str, None] = {}
-    for group in re.findall(r"\[([FGC]\d+(?:\s*[,;]\s*[FGC]\d+)*)\]", body_of(rr.report.markdown)):
-        for fid in _ID.findall(group):
+    for group in CITATION.findall(body_of(rr.report.markdown)):
+        for fid in CITED_ID.findall(group):
             if fid in findings:
                 seen.setdefault(fid, None)
     return [findings[i] for i in seen]

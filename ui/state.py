@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING
 import streamlit as st
 from pydantic import ValidationError
 
-from ui.access import AccessState, AttemptLimiter, SecretManagerCode, access_state, make_client
 from pipeline.config import Settings
+from pipeline.core.schema import RunResult
+from pipeline.store import open_store, store_exists
+from pipeline.store.base import RunStore
 from pipeline.store.files import RUN_ID, load_run_file
 from pipeline.store.timeline import Timeline, load_timeline
+from ui.access import AccessState, AttemptLimiter, SecretManagerCode, access_state, make_client
 from ui.library import RunLibrary
-from pipeline.core.schema import RunResult
-from pipeline.store.sqlite import RunStore
 
 from .components import md_text
 from .config import AppConfig, env_problem
@@ -45,14 +46,14 @@ def library(cfg: AppConfig) -> RunLibrary:
 
 
 @st.cache_resource(show_spinner=False)
-def _store(path: str) -> RunStore:
-    return RunStore(Path(path))
+def _store(where: str) -> RunStore:
+    return open_store(Settings().model_copy(update={"db_path": where}))
 
 
 def store(cfg: AppConfig, *, create: bool = False) -> RunStore | None:
     """The run store (RESEARCH_DB), one per process; None when it does not exist and `create` is False."""
-    path = cfg.db_path.resolve()
-    return _store(str(path)) if create or path.is_file() else None
+    settings = Settings()
+    return _store(settings.db_path) if create or store_exists(settings) else None
 
 
 @st.cache_resource(show_spinner=False)
@@ -67,7 +68,7 @@ def _registry(live_dir: str, limits_db: str, limits_json: str, db_path: str) -> 
 
 def registry(cfg: AppConfig) -> JobRegistry:
     return _registry(str(cfg.live_dir.resolve()), str(cfg.limits_db.resolve()), cfg.live_limits.model_dump_json(),
-                     str(cfg.db_path.resolve()))
+                     Settings().db_path)
 
 
 @st.cache_resource(show_spinner=False)

@@ -5,13 +5,19 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from pipeline.cli.progress import StderrProgress
 from pipeline.config import ConfigError, Settings
-from pipeline.core.schema import RunOptions, RunResult, SearchResult
+from pipeline.core.budget import Budget
+from pipeline.core.schema import BudgetLimits, RunOptions, RunResult, SearchResult
+from pipeline.models.anthropic import LLM
+from pipeline.models.base import LLMError
 from pipeline.research.orchestrator import new_run_id, research
-from pipeline.store.sqlite import RunStore
+from pipeline.store import open_store
 from pipeline.web.fetch import Fetcher
+from pipeline.web.search.anthropic import ServerWebSearch
+from pipeline.web.search.registry import require_search_access
 from pipeline.web.search.service import SearchFailed, make_provider, unique_results
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -19,7 +25,15 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 def search_results(query: str, settings: Settings, n: int = 10) -> list[SearchResult]:
     """One search with production defaults: `python -m pipeline search QUERY`. Raises SearchFailed/ConfigError."""
-    return unique_results(make_provider(settings).search(query, n=n))[:n]
+    provider = make_provider(settings, server_web_search=_one_off_model_search(settings), model_errors=(LLMError,))
+    return unique_results(provider.search(query, n=n))[:n]
+
+
+def _one_off_model_search(settings: Settings) -> ServerWebSearch:
+    """The model's server-side search for one CLI search, on its own model client with default budget limits."""
+    def search(query: str, n: int, recency_days: int | None) -> list[dict[str, Any]]:
+        return LLM(settings, Budget(BudgetLimits(), settings.price)).server_web_search(query, n, recency_days)
+    return search
 
 
 def cmd_fetch(args: argparse.Namespace, settings: Settings) -> int:
@@ -63,12 +77,12 @@ def run_question(question: str, *, mode: str, json_path: str | None, quiet: bool
     The run is recorded in the run store (RESEARCH_DB); its id and the command that resumes it are printed first.
     """
     settings.require_model_access()
-    settings.require_search_access()
+    require_search_access(settings)
     if not question.strip():
         raise ConfigError("the question is empty; pass the question to research in quotes")
     check_json_path(json_path)
     run_id = new_run_id()
-    with RunStore(settings.db_path) as store:
+    with open_store(settings) as store:
         print(f"research: run {run_id} started ({mode} mode); resume with: python -m pipeline resume {run_id}",
               file=sys.stderr, flush=True)
         try:

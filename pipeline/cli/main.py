@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic import ValidationError
 
 from pipeline.cli import commands, store_commands
 from pipeline.config import ConfigError, Settings
-from pipeline.store.sqlite import StoreError
+from pipeline.store.base import StoreError
 
 EXIT_USAGE = commands.EXIT_USAGE
 HANDLERS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any, TextIO
+from typing import TextIO
+
+from pipeline.core.event_types import Event, FetchEvent, ModelErrorEvent, ModelResponseEvent, SearchEvent, StepEvent
 
 
 def _short(text: str, width: int = 70) -> str:
@@ -20,26 +22,25 @@ class StderrProgress:
         self._lock = threading.Lock()
         self._cost = 0.0
 
-    def emit(self, kind: str, payload: dict[str, Any], *, tokens: int = 0, ms: float = 0.0) -> None:
-        line = self._line(kind, payload, tokens, ms)
+    def emit(self, event: Event, *, tokens: int = 0, ms: float = 0.0) -> None:
+        line = self._line(event, tokens, ms)
         if line is None or self._quiet:
             return
         with self._lock:
             print(line, file=self._stream, flush=True)
 
-    def _line(self, kind: str, p: dict[str, Any], tokens: int, ms: float) -> str | None:
-        if kind == "search":
-            n = len(p.get("results") or [])
-            return f"  search  {_short(p.get('query', ''), 50)!r} -> {n} results"
-        if kind == "fetch":
-            status = "ok" if not p.get("error_kind") else p["error_kind"]
-            return f"  fetch   {_short(p.get('url', ''), 60)} [{status}]"
-        if kind == "model_response":
-            self._cost += float(p.get("cost_usd") or 0.0)
-            return (f"  model   {p.get('purpose', '')} {tokens:,} tokens {ms / 1000:.1f}s "
-                    f"(run so far ${self._cost:.4f})")
-        if kind == "model_error":
-            return f"  model   {p.get('purpose', '')} failed: {_short(p.get('message', ''), 80)}"
-        if kind == "step":
-            return f"[{p.get('name', '')}] {p.get('status', '')}"
+    def _line(self, event: Event, tokens: int, ms: float) -> str | None:
+        match event:
+            case SearchEvent():
+                return f"  search  {_short(event.query, 50)!r} -> {len(event.results)} results"
+            case FetchEvent():
+                return f"  fetch   {_short(event.url, 60)} [{event.error_kind or 'ok'}]"
+            case ModelResponseEvent():
+                self._cost += event.cost_usd
+                return (f"  model   {event.purpose} {tokens:,} tokens {ms / 1000:.1f}s "
+                        f"(run so far ${self._cost:.4f})")
+            case ModelErrorEvent():
+                return f"  model   {event.purpose} failed: {_short(event.message, 80)}"
+            case StepEvent():
+                return f"[{event.name}] {event.status}"
         return None

@@ -13,22 +13,16 @@ from pipeline.config import ConfigError, Settings
 from pipeline.core.schema import RunResult
 from pipeline.replay.tape import Tape, TapeMode
 from pipeline.research.orchestrator import new_run_id, research
-from pipeline.store.sqlite import RUNNING, RunRow, RunStore, StoreError
-
-
-def _store(settings: Settings, *, must_exist: bool = True) -> RunStore:
-    path = Path(settings.db_path)
-    if must_exist and not path.exists():
-        raise StoreError(f"there is no run store at {path}; runs are recorded there by `python -m pipeline run` "
-                         "(RESEARCH_DB chooses the file)")
-    return RunStore(path)
+from pipeline.store import open_store, store_exists
+from pipeline.store.base import RUNNING, RunRow
+from pipeline.web.search.registry import require_search_access
 
 
 def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
-    if not Path(settings.db_path).exists():
+    if not store_exists(settings):
         print("[]" if args.json else f"No runs recorded in {settings.db_path}.")
         return EXIT_OK
-    with _store(settings) as store:
+    with open_store(settings, must_exist=True) as store:
         rows = store.runs(limit=args.limit)
     if args.json:
         print(json.dumps([r.model_dump() for r in rows], indent=2, ensure_ascii=False))
@@ -57,7 +51,7 @@ def _recorded_models(settings: Settings, row: RunRow) -> Settings:
 
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     check_json_path(args.json)
-    with _store(settings) as store:
+    with open_store(settings, must_exist=True) as store:
         row = store.require_run(args.run_id)
         mode = TapeMode.LIVE_MODEL if args.live_model else TapeMode.REPLAY
         if args.live_model:
@@ -91,7 +85,7 @@ def compare_results(a: RunResult, b: RunResult) -> list[str]:
 
 def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
     check_json_path(args.json)
-    with _store(settings) as store:
+    with open_store(settings, must_exist=True) as store:
         row = store.require_run(args.run_id)
         if row.status != RUNNING:
             print(f"research: run {row.id} already finished ({row.status}); nothing to resume. Export it with: "
@@ -107,10 +101,10 @@ def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
                               f"RESEARCH_SEARCH_PROVIDER={tape.provider} (and that provider's key or URL)")
         settings = _recorded_models(settings, row)
         settings.require_model_access()
-        settings.require_search_access()
+        require_search_access(settings)
         store.claim(row)
         checkpoint = store.checkpoint(row.id)
-        where = f"after {checkpoint['after']}" if checkpoint else "from the start (no step had finished)"
+        where = f"after {checkpoint.after}" if checkpoint else "from the start (no step had finished)"
         print(f"research: resuming run {row.id} {where}; recorded calls are reused, not repeated",
               file=sys.stderr, flush=True)
         result = research(row.question, settings, options=row.run_options, run_id=row.id, store=store, tape=tape,
@@ -121,7 +115,7 @@ def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
-    with _store(settings) as store:
+    with open_store(settings, must_exist=True) as store:
         row = store.require_run(args.run_id)
         result = store.result(row.id)
     if result is None:

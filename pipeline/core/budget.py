@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, Literal, Protocol
+from typing import Literal, Protocol
 
 from pipeline.core.schema import BudgetLimits, BudgetState, ModelPrice, Usage
 
@@ -23,10 +24,17 @@ class Phase(str, Enum):
 class TokenUsage(Protocol):
     """What the SDK's `usage` object (or our Usage) provides."""
 
-    input_tokens: int
-    output_tokens: int
-    cache_read_input_tokens: int | None
-    cache_creation_input_tokens: int | None
+    @property
+    def input_tokens(self) -> int: ...
+
+    @property
+    def output_tokens(self) -> int: ...
+
+    @property
+    def cache_read_input_tokens(self) -> int | None: ...
+
+    @property
+    def cache_creation_input_tokens(self) -> int | None: ...
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pipeline.core.event_types import Event, parse_event
+
 _SECRET_KEYS = re.compile(r"(api[-_]?key|authori[sz]ation|x-api-key|x-subscription-token|access[-_]?code|token|secret|password)", re.I)
 _KEY_SHAPES = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}|tvly-[A-Za-z0-9_\-]{8,}")
 
@@ -13,13 +15,13 @@ _KEY_SHAPES = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}|tvly-[A-Za-z0-9_\-]{8,}")
 class EventSink(Protocol):
     """Receives one event per model call, search, fetch, tool call and step boundary."""
 
-    def emit(self, kind: str, payload: dict[str, Any], *, tokens: int = 0, ms: float = 0.0) -> None: ...
+    def emit(self, event: Event, *, tokens: int = 0, ms: float = 0.0) -> None: ...
 
 
 class NullSink:
     """Discards events (the default when no run store is attached)."""
 
-    def emit(self, kind: str, payload: dict[str, Any], *, tokens: int = 0, ms: float = 0.0) -> None:
+    def emit(self, event: Event, *, tokens: int = 0, ms: float = 0.0) -> None:
         return None
 
 
@@ -29,31 +31,42 @@ class FanOut:
     def __init__(self, *sinks: EventSink):
         self._sinks = sinks
 
-    def emit(self, kind: str, payload: dict[str, Any], *, tokens: int = 0, ms: float = 0.0) -> None:
+    def emit(self, event: Event, *, tokens: int = 0, ms: float = 0.0) -> None:
         for sink in self._sinks:
-            sink.emit(kind, payload, tokens=tokens, ms=ms)
+            sink.emit(event, tokens=tokens, ms=ms)
 
 
-@dataclass
-class Event:
-    kind: str
-    payload: dict[str, Any]
+@dataclass(frozen=True)
+class Emitted:
+    """One event as a ListSink kept it: secrets redacted, with its token count and duration."""
+
+    event: Event
     tokens: int = 0
     ms: float = 0.0
+
+    @property
+    def kind(self) -> str:
+        return self.event.kind
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        """The event's JSON form, as a run store writes it."""
+        return self.event.payload()
 
 
 @dataclass
 class ListSink:
-    """Keeps events in memory, thread-safe; for tests and progress displays."""
+    """Keeps events in memory, secrets redacted, thread-safe; for tests and progress displays."""
 
-    events: list[Event] = field(default_factory=list)
+    events: list[Emitted] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def emit(self, kind: str, payload: dict[str, Any], *, tokens: int = 0, ms: float = 0.0) -> None:
+    def emit(self, event: Event, *, tokens: int = 0, ms: float = 0.0) -> None:
+        kept = parse_event(event.kind, redact(event.payload()))
         with self._lock:
-            self.events.append(Event(kind, redact(payload), tokens, ms))
+            self.events.append(Emitted(kept, tokens, ms))
 
-    def of(self, kind: str) -> list[Event]:
+    def of(self, kind: str) -> list[Emitted]:
         with self._lock:
             return [e for e in self.events if e.kind == kind]
 

@@ -2,18 +2,19 @@
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Callable, Iterable
+from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
+from pipeline.core.event_types import AssignedEvent
 from pipeline.core.events import EventSink, NullSink
+from pipeline.core.ids import FINDING, SOURCE, fresh_id, id_number
 from pipeline.core.quotes import QuoteIndex
 from pipeline.core.schema import Confidence, FetchResult, Finding, RejectedFinding, Source, Support
-from pipeline.core.urls import normalise_url
+from pipeline.core.urls import url_key
 
 
 class StoredSource(BaseModel):
@@ -40,17 +41,7 @@ class PresetIds:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _number(item_id: str) -> int:
-    m = re.fullmatch(r"[A-Z](\d+)", item_id)
-    return int(m.group(1)) if m else 0
-
-
-def fresh_id(prefix: str, taken: Iterable[str], reserved: Iterable[str]) -> str:
-    """The next id after every id taken here and every id a recording reserved (S1, S2, ... in a new run)."""
-    return f"{prefix}{max((_number(i) for i in (*taken, *reserved)), default=0) + 1}"
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class Notebook:
@@ -91,7 +82,7 @@ class Notebook:
         s = stored.source
         self._sources[s.id] = stored
         for u in (s.url, s.final_url):
-            self._by_url.setdefault(normalise_url(u), s.id)
+            self._by_url.setdefault(url_key(u), s.id)
 
     def add_source(self, page: FetchResult) -> Source:
         """Record a successful fetch and return its Source; the same page by another URL spelling returns the first."""
@@ -100,18 +91,18 @@ class Notebook:
         final = page.final_url or page.url
         with self._lock:
             for u in (page.url, final):
-                existing = self._by_url.get(normalise_url(u))
+                existing = self._by_url.get(url_key(u))
                 if existing:
-                    self._by_url.setdefault(normalise_url(page.url), existing)
-                    self._by_url.setdefault(normalise_url(final), existing)
+                    self._by_url.setdefault(url_key(page.url), existing)
+                    self._by_url.setdefault(url_key(final), existing)
                     return self._sources[existing].source
-            urls = list(dict.fromkeys(normalise_url(u) for u in (page.url, final)))
+            urls = list(dict.fromkeys(url_key(u) for u in (page.url, final)))
             recorded = next((self._preset.sources[u] for u in urls if u in self._preset.sources), None)
             if recorded is not None and recorded[0] not in self._sources:
                 sid, fetched_at = recorded
             else:
                 recorded = None
-                sid, fetched_at = fresh_id("S", self._sources, self._reserved_sources), self._clock()
+                sid, fetched_at = fresh_id(SOURCE, self._sources, self._reserved_sources), self._clock()
             source = Source(
                 id=sid, url=page.url, final_url=final, title=page.title,
                 published=page.published, fetched_at=fetched_at,
@@ -119,8 +110,8 @@ class Notebook:
             )
             self._put_source(StoredSource(source=source, text=page.text))
             # Reported before the lock is let go: no one can see an id that the record does not hold yet.
-            self._events.emit("assigned", {"what": "source", "id": sid, "urls": urls, "fetched_at": fetched_at,
-                                           "replayed": recorded is not None})
+            self._events.emit(AssignedEvent(what="source", id=sid, urls=urls, fetched_at=fetched_at,
+                                            replayed=recorded is not None))
             return source
 
     def resolve_source(self, ref: str) -> Source | None:
@@ -129,7 +120,7 @@ class Notebook:
         with self._lock:
             if ref in self._sources:
                 return self._sources[ref].source
-            sid = self._by_url.get(normalise_url(ref)) if "://" in ref else None
+            sid = self._by_url.get(url_key(ref)) if "://" in ref else None
             return self._sources[sid].source if sid else None
 
     def text(self, source_id: str) -> str:
@@ -173,7 +164,7 @@ class Notebook:
             fid = self._preset.findings.get((src.id, span.start, span.end))
             replayed = fid is not None and fid not in self._findings
             if not replayed:
-                fid = fresh_id("F", self._findings, self._reserved_findings)
+                fid = fresh_id(FINDING, self._findings, self._reserved_findings)
             assert fid is not None
             finding = Finding(
                 id=fid, sub_question=sub_question, source=src.id, claim=claim.strip(),
@@ -182,8 +173,8 @@ class Notebook:
             )
             self._findings[finding.id] = finding
             self._by_span[(src.id, span.start, span.end)] = finding.id
-            self._events.emit("assigned", {"what": "finding", "id": finding.id, "source": src.id,
-                                           "start": span.start, "end": span.end, "replayed": replayed})
+            self._events.emit(AssignedEvent(what="finding", id=finding.id, source=src.id, start=span.start,
+                                            end=span.end, replayed=replayed))
             return finding
 
     def set_support(self, finding_id: str, support: Support) -> Finding:
@@ -196,12 +187,12 @@ class Notebook:
     def sources(self) -> list[Source]:
         """In id order (the order of arrival, or of the recording being replayed)."""
         with self._lock:
-            return sorted((s.source for s in self._sources.values()), key=lambda s: _number(s.id))
+            return sorted((s.source for s in self._sources.values()), key=lambda s: id_number(s.id))
 
     def findings(self) -> list[Finding]:
         """In id order."""
         with self._lock:
-            return sorted(self._findings.values(), key=lambda f: _number(f.id))
+            return sorted(self._findings.values(), key=lambda f: id_number(f.id))
 
     def rejected(self) -> list[RejectedFinding]:
         """In a fixed order (parallel workers reject in any order; a replay must list them identically)."""

@@ -35,8 +35,8 @@ _NEGATION_REACH = 60  # chars of omitted text, next to each kept part, that must
 _SINGLE_QUOTES = "\u2018\u2019\u201a\u201b\u2032\u02bc\u00b4\uff07"
 _DOUBLE_QUOTES = "\u201c\u201d\u201e\u201f\u2033\uff02"
 _DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2e3a\u2e3b\ufe58\ufe63\uff0d"
-_FOLD = str.maketrans({**{c: "'" for c in _SINGLE_QUOTES}, **{c: '"' for c in _DOUBLE_QUOTES},
-                       **{c: "-" for c in _DASHES}, "\u2026": "..."})
+_FOLD = str.maketrans({**dict.fromkeys(_SINGLE_QUOTES, "'"), **dict.fromkeys(_DOUBLE_QUOTES, '"'),
+                       **dict.fromkeys(_DASHES, "-"), "\u2026": "..."})
 _WORD_HYPHENS = "-\u2010\u2011"
 
 # Characters whose normal form is their lower case, one for one: taken in bulk for speed.

@@ -38,3 +38,15 @@ def normalise_url(url: str) -> str:
         if not k.lower().startswith(_TRACKING_PREFIXES) and k.lower() not in _TRACKING_NAMES
     ]
     return urlunsplit((scheme, netloc, path, urlencode(query, doseq=True), ""))
+
+
+def url_key(url: str) -> str:
+    """The key of the page at `url`, to compare and look up URLs by: normalise_url(url), or the URL stripped.
+
+    The fallback is for text that does not parse as a URL (such as an unclosed IPv6 bracket): stripped, because
+    normalise_url strips too, so a malformed URL padded with spaces keys the same as unpadded, as a valid one does.
+    """
+    try:
+        return normalise_url(url)
+    except ValueError:
+        return url.strip()

@@ -13,21 +13,33 @@ import hashlib
 import json
 import re
 import time
-from typing import Any, Callable, Literal, TypeVar
+from collections.abc import Callable, Sequence
+from functools import cache
+from importlib import resources
+from typing import Any
 
 import anthropic
 from pydantic import BaseModel, ValidationError
 
-from pipeline.research import prompts
-from pipeline.core.budget import Budget, Phase, Refusal
 from pipeline.config import Settings
+from pipeline.core.budget import Budget, Phase, Refusal
+from pipeline.core.event_types import ModelErrorEvent, ModelRequestEvent, ModelResponseEvent
 from pipeline.core.events import EventSink, NullSink, redact
 from pipeline.core.schema import Usage
-from pipeline.replay.tape import ModelCall, Tape, charge_model
+from pipeline.models.base import (
+    ErrorKind,
+    Exchange,
+    LLMError,
+    ModelReply,
+    ModelTransport,
+    T,
+    ToolResults,
+    ToolUse,
+    Turn,
+)
 
-ErrorKind = Literal["budget", "rate_limited", "overloaded", "server", "timeout", "connection", "auth",
-                    "bad_request", "malformed", "refusal", "context_window", "not_recorded"]
-T = TypeVar("T", bound=BaseModel)
+__all__ = ["LLM", "AnthropicTransport", "ErrorKind", "LLMError", "ModelReply", "ToolUse", "request_body",
+           "strict_schema"]
 
 MAX_CONTINUATIONS = 3
 MAX_RETRY_WAIT = 30.0  # seconds between two SDK retries, whatever retry-after asks
@@ -35,41 +47,19 @@ EPHEMERAL = {"type": "ephemeral"}
 # The basic server-side search: plain result blocks and the widest model support. The newer versions
 # (web_search_20260209/20260318) filter results by running code, which costs more and needs newer models.
 WEB_SEARCH_TOOL = "web_search_20250305"
-# The results carry no readable snippet, so the relay prompt (prompts/web_search_relay.md) asks for one cited
+# The results carry no readable snippet, so the relay prompt (pipeline/models/prompts/web_search_relay.md) asks for one cited
 # sentence per result: the citations on those quotes become the snippets (pipeline/web/providers/anthropic.py).
+
+
+@cache
+def relay_prompt() -> str:
+    """The relay prompt of server-side search, byte-identical every call (package data beside this adapter)."""
+    text = resources.files("pipeline.models.prompts").joinpath("web_search_relay.md").read_text(encoding="utf-8")
+    return text.strip() + "\n"
+
+
 REPAIR_INTRO = "Your previous reply did not match the required JSON schema:"
 REPAIR_ASK = "Reply again with only the corrected JSON, nothing else."
-
-
-class LLMError(Exception):
-    """A model call failed in a way the caller must handle; str() is one clear line with the fix, never a key."""
-
-    def __init__(self, kind: ErrorKind, message: str):
-        super().__init__(message)
-        self.kind: ErrorKind = kind
-        self.message = message
-
-
-class ToolUse(BaseModel):
-    id: str
-    name: str
-    input: dict[str, Any]
-
-
-class ModelReply(BaseModel):
-    """One assistant turn (pause_turn continuations merged); `usage` is this turn's only, with cost."""
-
-    model: str
-    stop_reason: str | None
-    content: list[dict[str, Any]]
-    text: str
-    tool_uses: list[ToolUse]
-    usage: Usage
-    request_id: str | None = None
-
-    def as_message(self) -> dict[str, Any]:
-        """This turn as an assistant message, to append to the history of a tool loop."""
-        return {"role": "assistant", "content": self.content}
 
 
 class _BoundedRetries(anthropic.Anthropic):
@@ -89,33 +79,23 @@ class _Malformed(Exception):
 
 
 class LLM:
-    """Budgeted model calls: every HTTP request is authorised, settled with real usage and reported to `events`.
+    """The ModelClient of Anthropic's Messages API: turns, structured output, tool conversations, server-side search.
 
-    With a `tape` (pipeline/tape.py), a call the recording holds is served from it instead: charged with the
-    recorded usage, reported with {"replayed": true}; in a replay a call it lacks fails (kind not_recorded).
+    Each request goes through `transport` (by default AnthropicTransport: budgeted, sent, settled and reported);
+    every failure is reported to `events` as a model_error and raised as an LLMError.
     """
 
     def __init__(self, settings: Settings, budget: Budget, events: EventSink = NullSink(), *,
                  client: anthropic.Anthropic | None = None, clock: Callable[[], float] = time.monotonic,
-                 max_retry_wait: float = MAX_RETRY_WAIT, tape: Tape | None = None):
-        self._tape = tape
-        if client is None and not (tape is not None and tape.model_offline):
-            settings.require_model_access()
-            assert settings.anthropic_api_key is not None
-            client = _BoundedRetries(
-                api_key=settings.anthropic_api_key.get_secret_value(), base_url=settings.anthropic_base_url,
-                max_retries=settings.model_max_retries, timeout=settings.model_timeout,
-            )
-            client.max_retry_wait = max_retry_wait
+                 max_retry_wait: float = MAX_RETRY_WAIT, transport: ModelTransport | None = None):
+        self._transport = transport or AnthropicTransport(settings, budget, events, client=client, clock=clock,
+                                                          max_retry_wait=max_retry_wait)
         self._settings = settings
-        self._budget = budget
         self._events = events
-        self._client = client
-        self._clock = clock
         self._secret = settings.anthropic_api_key.get_secret_value() if settings.anthropic_api_key else None
 
     def call(self, *, model: str, system: str, messages: list[dict[str, Any]], max_tokens: int,
-             tools: list[dict[str, Any]] | tuple[dict[str, Any], ...] | None = None,
+             tools: Sequence[dict[str, Any]] | None = None,
              tool_choice: dict[str, Any] | None = None, phase: Phase = Phase.RESEARCH, purpose: str) -> ModelReply:
         """One assistant turn; stop_reason max_tokens/tool_use are returned for the caller to act on."""
         body = request_body(model=model, system=system, messages=messages, max_tokens=max_tokens,
@@ -144,6 +124,12 @@ class LLM:
         raise self._fail(purpose, LLMError(
             "malformed", f"the model's reply did not match {output.__name__} after one repair attempt ({problems[0]})"))
 
+    def tool_turn(self, *, model: str, system: str, turns: Sequence[Turn], tools: Sequence[dict[str, Any]],
+                  max_tokens: int, phase: Phase = Phase.RESEARCH, purpose: str) -> ModelReply:
+        """The next assistant turn of a tool-calling conversation, with a cache breakpoint on its newest turn."""
+        return self.call(model=model, system=system, messages=cache_marked(conversation(turns)), max_tokens=max_tokens,
+                         tools=tools, phase=phase, purpose=purpose)
+
     def server_web_search(self, query: str, max_results: int, recency_days: int | None = None, *,
                           phase: Phase = Phase.RESEARCH) -> list[dict[str, Any]]:
         """The content blocks of one turn using Anthropic's server-side web_search tool (one search at most)."""
@@ -153,7 +139,7 @@ class LLM:
         tool = {"type": WEB_SEARCH_TOOL, "name": "web_search", "max_uses": 1}
         # One stream per distinct search, so a recording keys it the same way whichever worker asks first.
         digest = hashlib.sha256(json.dumps([query, max_results, recency_days]).encode()).hexdigest()[:12]
-        reply = self.call(model=self._settings.worker_model, system=prompts.load("web_search_relay"),
+        reply = self.call(model=self._settings.worker_model, system=relay_prompt(),
                           messages=[{"role": "user", "content": ask}], max_tokens=1024, tools=[tool],
                           phase=phase, purpose=f"web_search:{digest}")
         return reply.content
@@ -184,34 +170,61 @@ class LLM:
             usage=usage, request_id=request_id,
         )
 
-    # -- one HTTP call: authorise, send, settle, report ---------------------------------------------
     def _send(self, body: dict[str, Any], phase: Phase, purpose: str) -> tuple[dict[str, Any], Usage, str | None]:
+        try:
+            answer = self._transport.send(body, phase, purpose)
+        except LLMError as e:
+            raise self._fail(purpose, e) from None
+        return answer.data, answer.usage, answer.request_id
+
+    def _fail(self, purpose: str, err: LLMError) -> LLMError:
+        """`err` on one line with secrets scrubbed, reported as a model_error event, for the caller to raise."""
+        message = " ".join(redact(err.message).split())
+        if self._secret:
+            message = message.replace(self._secret, "[redacted]")
+        self._events.emit(ModelErrorEvent(purpose=purpose, error_kind=err.kind, message=message,
+                                          replayed=err.replayed))
+        return LLMError(err.kind, message)
+
+
+class AnthropicTransport:
+    """Sends Messages API requests through the SDK: each authorised by the budget before it is sent, settled with
+    the real usage after, and reported as model_request and model_response events."""
+
+    def __init__(self, settings: Settings, budget: Budget, events: EventSink | None = None, *,
+                 client: anthropic.Anthropic | None = None, clock: Callable[[], float] = time.monotonic,
+                 max_retry_wait: float = MAX_RETRY_WAIT):
+        if client is None:
+            settings.require_model_access()
+            assert settings.anthropic_api_key is not None
+            client = _BoundedRetries(
+                api_key=settings.anthropic_api_key.get_secret_value(), base_url=settings.anthropic_base_url,
+                max_retries=settings.model_max_retries, timeout=settings.model_timeout,
+            )
+            client.max_retry_wait = max_retry_wait
+        self._budget = budget
+        self._events = events or NullSink()
+        self._client = client
+        self._clock = clock
+
+    def send(self, body: dict[str, Any], phase: Phase, purpose: str) -> Exchange:
         model = body["model"]
-        if self._tape is not None:
-            recorded = self._tape.model(purpose, body)
-            if recorded is not None:
-                return self._served(recorded, body, phase, purpose)
-            if self._tape.model_offline:
-                raise self._fail(purpose, LLMError("not_recorded", f"the recording has no model call {purpose!r} "
-                                                   "(the code or prompts changed since it was made); replay it "
-                                                   "with --live-model to call the model"))
-        assert self._client is not None, "no model client: this LLM only serves a recording"
         estimate = len(json.dumps(body)) // 3 + 1
         grant = self._budget.authorize_call(model, input_tokens=estimate, max_tokens=body["max_tokens"], phase=phase)
         if isinstance(grant, Refusal):
-            raise self._fail(purpose, LLMError("budget", grant.message))
+            raise LLMError("budget", grant.message)
         body = {**body, "max_tokens": grant.max_tokens}
-        self._events.emit("model_request", {"purpose": purpose, "model": model, "phase": phase.value, "body": body})
+        self._events.emit(ModelRequestEvent(purpose=purpose, model=model, phase=phase, body=body))
         start = self._clock()
         try:
             raw = self._client.messages.with_raw_response.create(**body)
             data = _message_json(raw.http_response.content)
         except anthropic.APIError as e:
             self._budget.release(grant)
-            raise self._fail(purpose, self._error_for(e)) from None
+            raise self._error_for(e) from None
         except _Malformed as e:
             self._budget.release(grant)
-            raise self._fail(purpose, LLMError("malformed", f"Anthropic answered with {e}; try again")) from None
+            raise LLMError("malformed", f"Anthropic answered with {e}; try again") from None
         ms = (self._clock() - start) * 1000
         u = data["usage"]
         used = Usage(input_tokens=u["input_tokens"], output_tokens=u["output_tokens"],
@@ -219,33 +232,13 @@ class LLM:
                      cache_creation_input_tokens=u.get("cache_creation_input_tokens") or 0, model_calls=1)
         used.cost_usd = self._budget.settle(grant, used)
         request_id = raw.http_response.headers.get("request-id")
-        self._events.emit("model_response", {
-            "purpose": purpose, "model": model, "response": data, "stop_reason": data.get("stop_reason"),
-            "usage": used.model_dump(include={"input_tokens", "output_tokens", "cache_read_input_tokens",
-                                              "cache_creation_input_tokens"}),
-            "cost_usd": used.cost_usd, "ms": ms, "request_id": request_id,
-        }, tokens=used.input_tokens + used.output_tokens, ms=ms)
-        return data, used, request_id
-
-    def _served(self, rec: ModelCall, body: dict[str, Any], phase: Phase,
-                purpose: str) -> tuple[dict[str, Any], Usage, str | None]:
-        """A recorded call's outcome, reported like a live one and charged with its recorded usage."""
-        if rec.outcome == "refused":
-            raise self._fail(purpose, LLMError("budget", rec.message or "BUDGET_EXHAUSTED"), replayed=True)
-        model = rec.model or body["model"]
-        self._events.emit("model_request", {"purpose": purpose, "model": model, "phase": phase.value, "body": body,
-                                            "replayed": True})
-        if rec.outcome == "error" or rec.response is None:
-            kind: Any = rec.error_kind or "server"
-            raise self._fail(purpose, LLMError(kind, rec.message or "recorded failure"), replayed=True)
-        used = rec.used()
-        used.cost_usd = charge_model(self._budget, model, used)
-        self._events.emit("model_response", {
-            "purpose": purpose, "model": model, "response": rec.response,
-            "stop_reason": rec.response.get("stop_reason"), "usage": dict(rec.usage), "cost_usd": used.cost_usd,
-            "ms": rec.ms, "request_id": rec.request_id, "replayed": True,
-        }, tokens=used.input_tokens + used.output_tokens, ms=rec.ms)
-        return rec.response, used, rec.request_id
+        self._events.emit(ModelResponseEvent(
+            purpose=purpose, model=model, response=data, stop_reason=data.get("stop_reason"),
+            usage=used.model_dump(include={"input_tokens", "output_tokens", "cache_read_input_tokens",
+                                           "cache_creation_input_tokens"}),
+            cost_usd=used.cost_usd, ms=ms, request_id=request_id,
+        ), tokens=used.input_tokens + used.output_tokens, ms=ms)
+        return Exchange(data, used, request_id)
 
     def _error_for(self, e: anthropic.APIError) -> LLMError:
         n = self._client.max_retries
@@ -273,21 +266,9 @@ class LLM:
         detail = " ".join(str(e.api_message or e.type or "no detail").split())[:300]
         return LLMError("bad_request", f"Anthropic rejected the request (HTTP {status}): {detail}")
 
-    def _fail(self, purpose: str, err: LLMError, *, replayed: bool = False) -> LLMError:
-        """`err` on one line with secrets scrubbed, reported as a model_error event, for the caller to raise."""
-        message = " ".join(redact(err.message).split())
-        if self._secret:
-            message = message.replace(self._secret, "[redacted]")
-        err = LLMError(err.kind, message)
-        payload: dict[str, Any] = {"purpose": purpose, "kind": err.kind, "message": err.message}
-        if replayed:
-            payload["replayed"] = True
-        self._events.emit("model_error", payload)
-        return err
-
 
 def request_body(*, model: str, system: str, messages: list[dict[str, Any]], max_tokens: int,
-                 tools: list[dict[str, Any]] | tuple[dict[str, Any], ...] | None = None,
+                 tools: Sequence[dict[str, Any]] | None = None,
                  tool_choice: dict[str, Any] | None = None,
                  output_config: dict[str, Any] | None = None) -> dict[str, Any]:
     """The request kwargs, with the static prefix (tools, then system) built byte-identically on every call."""
@@ -305,6 +286,43 @@ def request_body(*, model: str, system: str, messages: list[dict[str, Any]], max
     if output_config:
         body["output_config"] = output_config
     return body
+
+
+def conversation(turns: Sequence[Turn]) -> list[dict[str, Any]]:
+    """Turns as Messages API messages: each reply's blocks as they came, exactly one tool_result per tool_use, in
+    order, then the note."""
+    messages: list[dict[str, Any]] = []
+    for turn in turns:
+        if isinstance(turn, str):
+            messages.append({"role": "user", "content": [{"type": "text", "text": turn}]})
+        elif isinstance(turn, ModelReply):
+            message = turn.as_message()
+            if not message["content"]:  # the API refuses an empty turn in the history
+                message = {**message, "content": [{"type": "text", "text": "(no reply)"}]}
+            messages.append(message)
+        else:
+            messages.append({"role": "user", "content": _results(turn)})
+    return messages
+
+
+def _results(turn: ToolResults) -> list[dict[str, Any]]:
+    content: list[dict[str, Any]] = []
+    for result in turn.results:
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.tool_use_id, "content": result.content}
+        if result.is_error:
+            block["is_error"] = True
+        content.append(block)
+    if turn.note:
+        content.append({"type": "text", "text": turn.note})
+    return content
+
+
+def cache_marked(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy with one cache breakpoint on the last block of the newest turn (tools and system hold the others)."""
+    last = messages[-1]
+    blocks = list(last["content"])
+    blocks[-1] = {**blocks[-1], "cache_control": dict(EPHEMERAL)}
+    return [*messages[:-1], {**last, "content": blocks}]
 
 
 def strict_schema(output: type[BaseModel]) -> dict[str, Any]:

@@ -18,27 +18,34 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import threading
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Iterable, Literal
+from typing import Any, Literal, TypeVar
 
-from pipeline.core.budget import Budget
+from pipeline.core.event_types import (
+    AssignedEvent,
+    Event,
+    FetchEvent,
+    ModelErrorEvent,
+    ModelErrorKind,
+    ModelRequestEvent,
+    ModelResponseEvent,
+    SearchEvent,
+)
 from pipeline.core.events import redact
 from pipeline.core.notebook import PresetIds
 from pipeline.core.schema import FetchResult, SearchResult, Usage
-from pipeline.web.search.base import SearchFailed
-from pipeline.core.urls import normalise_url
+from pipeline.core.untrusted import without_nonces
+from pipeline.core.urls import url_key
+from pipeline.store.base import RunStore, StoredEvent
 
-if TYPE_CHECKING:
-    from pipeline.store.sqlite import RunStore, StoredEvent
-
-NOT_RECORDED = "not_recorded"  # payload flag of an answer made up for a call the recording lacks
-_NONCE = re.compile(r'(untrusted_page id=\\")[0-9a-f]+(\\")')
+C = TypeVar("C")
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-_FETCH_FIELDS = frozenset(FetchResult.model_fields)
+# The kinds of event a tape is built from.
+TAPE_KINDS = ("model_request", "model_response", "model_error", "search", "fetch", "assigned")
 
 
 class TapeMode(str, Enum):
@@ -58,7 +65,7 @@ class ModelCall:
     usage: dict[str, int] = field(default_factory=dict)
     request_id: str | None = None
     ms: float = 0.0
-    error_kind: str | None = None
+    error_kind: ModelErrorKind | None = None
     message: str | None = None
     digest: str | None = None
 
@@ -88,49 +95,14 @@ def request_digest(body: dict[str, Any]) -> str:
     return hashlib.sha256(without_nonces(text).encode()).hexdigest()[:16]
 
 
-def without_nonces(json_text: str) -> str:
-    """JSON text with each page wrapper's random nonce blanked, so two sendings of one page compare equal."""
-    return _NONCE.sub(r"\1-\2", json_text)
-
-
 def search_key(query: str, n: int, recency_days: int | None) -> str:
     return json.dumps([" ".join(query.split()), n, recency_days])
-
-
-def url_key(url: str) -> str:
-    try:
-        return normalise_url(url)
-    except ValueError:
-        return url.strip()
-
-
-def charge_model(budget: Budget, model: str, used: Usage) -> float:
-    """Book a served model call's recorded usage on the ledger (it was paid for in the recorded run); its cost."""
-    return budget.book(model, used)
-
-
-def charge_unit(budget: Budget | None, counter: Literal["searches", "fetches"]) -> bool:
-    """Book one recorded search or fetch on the ledger; always True (kept for the callers' bookkeeping)."""
-    if budget is not None:
-        budget.book_unit(counter)
-    return True
-
-
-class RecordedProvider:
-    """The search provider of a replay: it has only a name; every search is answered from the tape."""
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def search(self, query: str, n: int = 10, recency_days: int | None = None) -> list[SearchResult]:
-        raise SearchFailed(f"SEARCH_FAILED: this replay has no recording of a search for {query!r}; "
-                           "use the searches already made.")
 
 
 class Tape:
     """Recorded outcomes of one run, served in order per key; thread-safe."""
 
-    def __init__(self, events: Iterable[StoredEvent], mode: TapeMode, *, run_id: str | None = None):
+    def __init__(self, events: Iterable[StoredEvent | Event], mode: TapeMode, *, run_id: str | None = None):
         self.mode = mode
         self.run_id = run_id
         self._lock = threading.Lock()
@@ -146,12 +118,12 @@ class Tape:
         self.served = 0
         self.missed: list[str] = []
         self.diverged: list[str] = []
-        self._load(events)
+        self.events: list[Event] = [e.event() if isinstance(e, StoredEvent) else e for e in events]
+        self._load(self.events)
 
     @classmethod
     def from_store(cls, store: RunStore, run_id: str, mode: TapeMode) -> Tape:
-        kinds = ["model_request", "model_response", "model_error", "search", "fetch", "assigned"]
-        return cls(store.events(run_id, kinds), mode, run_id=run_id)
+        return cls(store.events(run_id, TAPE_KINDS), mode, run_id=run_id)
 
     @property
     def model_offline(self) -> bool:
@@ -168,55 +140,54 @@ class Tape:
         return self.mode is not TapeMode.LIVE_MODEL
 
     # -- building ------------------------------------------------------------------------------------------
-    def _load(self, events: Iterable[StoredEvent]) -> None:
-        open_requests: dict[str, dict[str, Any]] = {}
+    def _load(self, events: Iterable[Event]) -> None:
+        open_requests: dict[str, ModelRequestEvent] = {}
         for e in events:
-            p = e.payload
-            if p.get(NOT_RECORDED):
-                continue
-            if e.kind == "model_request":
-                open_requests[p["purpose"]] = p  # an earlier request still open was cut off by a crash: dropped
-            elif e.kind == "model_response":
-                req = open_requests.pop(p["purpose"], None)
-                self._models[p["purpose"]].append(ModelCall(
-                    "response", p["purpose"], model=p.get("model", ""), response=p["response"],
-                    usage=p.get("usage") or {}, request_id=p.get("request_id"), ms=float(p.get("ms") or 0.0),
-                    digest=request_digest(req["body"]) if req and isinstance(req.get("body"), dict) else None))
-            elif e.kind == "model_error":
-                req = open_requests.pop(p["purpose"], None)
-                if req is not None:
-                    self._models[p["purpose"]].append(ModelCall("error", p["purpose"], model=req.get("model", ""),
-                                                                error_kind=p.get("kind"), message=p.get("message")))
-                elif p.get("kind") == "budget":
-                    self._models[p["purpose"]].append(ModelCall("refused", p["purpose"], message=p.get("message")))
-                # other errors without an open request were derived from a response (refusal, malformed): not calls
-            elif e.kind == "search" and isinstance(p.get("query"), str) and p["query"]:
-                self.provider = self.provider or p.get("provider")
-                self._searches[search_key(p["query"], int(p.get("n") or 10), p.get("recency_days"))].append(
-                    SearchCall(p.get("provider", ""), [SearchResult.model_validate(r) for r in p.get("results") or []],
-                               p.get("message"), bool(p.get("charged", not _refused(p.get("message"))))))
-            elif e.kind == "fetch" and not p.get("cached"):
-                result = FetchResult.model_validate({k: v for k, v in p.items() if k in _FETCH_FIELDS})
-                charged = bool(p.get("charged", result.error_kind not in ("budget", "blocked")))
-                call = FetchCall(result, charged)
-                self._fetches[url_key(result.url)].append(call)
-                if result.ok and result.final_url and url_key(result.final_url) != url_key(result.url):
-                    self._redirected[url_key(result.final_url)].append(call)
-            elif e.kind == "assigned":
-                self._preset(p)
+            match e:
+                case SearchEvent(not_recorded=True) | FetchEvent(not_recorded=True):
+                    continue
+                case ModelRequestEvent():
+                    open_requests[e.purpose] = e  # an earlier request still open was cut off by a crash: dropped
+                case ModelResponseEvent():
+                    req = open_requests.pop(e.purpose, None)
+                    self._models[e.purpose].append(ModelCall(
+                        "response", e.purpose, model=e.model, response=e.response, usage=e.usage,
+                        request_id=e.request_id, ms=e.ms,
+                        digest=request_digest(req.body) if req and "body" in req.model_fields_set else None))
+                case ModelErrorEvent():
+                    req = open_requests.pop(e.purpose, None)
+                    if req is not None:
+                        self._models[e.purpose].append(ModelCall("error", e.purpose, model=req.model,
+                                                                 error_kind=e.error_kind, message=e.message))
+                    elif e.error_kind == "budget":
+                        self._models[e.purpose].append(ModelCall("refused", e.purpose, message=e.message))
+                    # other errors without an open request were derived from a response (refusal, malformed): not calls
+                case SearchEvent() if e.query:
+                    self.provider = self.provider or e.provider or None
+                    charged = e.charged if e.charged is not None else not _refused(e.message)
+                    self._searches[search_key(e.query, e.n, e.recency_days)].append(
+                        SearchCall(e.provider, list(e.results), e.message, charged))
+                case FetchEvent(cached=False):
+                    result = e.result()
+                    charged = e.charged if e.charged is not None else result.error_kind not in ("budget", "blocked")
+                    call = FetchCall(result, charged)
+                    self._fetches[url_key(result.url)].append(call)
+                    if result.ok and result.final_url and url_key(result.final_url) != url_key(result.url):
+                        self._redirected[url_key(result.final_url)].append(call)
+                case AssignedEvent():
+                    self._preset(e)
 
-    def _preset(self, p: dict[str, Any]) -> None:
-        what = p.get("what")
-        if what == "source":
-            for u in p.get("urls") or []:
-                self.ids.sources.setdefault(u, (p["id"], p.get("fetched_at") or ""))
-        elif what == "finding":
-            self.ids.findings.setdefault((p["source"], int(p["start"]), int(p["end"])), p["id"])
-        elif what == "calculation":
-            self.calculation_ids.setdefault((p["expression"], p.get("sub_question")), p["id"])
+    def _preset(self, e: AssignedEvent) -> None:
+        if e.what == "source":
+            for u in e.urls or []:
+                self.ids.sources.setdefault(u, (e.id, e.fetched_at or ""))
+        elif e.what == "finding" and e.source is not None and e.start is not None and e.end is not None:
+            self.ids.findings.setdefault((e.source, e.start, e.end), e.id)
+        elif e.what == "calculation" and e.expression is not None:
+            self.calculation_ids.setdefault((e.expression, e.sub_question), e.id)
 
     # -- serving -------------------------------------------------------------------------------------------
-    def _next(self, table: dict[str, list[Any]], space: str, key: str) -> Any | None:
+    def _next(self, table: dict[str, list[C]], space: str, key: str) -> C | None:
         with self._lock:
             n = self._taken[(space, key)]
             self._taken[(space, key)] = n + 1
@@ -274,4 +245,4 @@ class Tape:
 
 
 def _refused(message: str | None) -> bool:
-    return bool(message) and (message.startswith("BUDGET_EXHAUSTED") or message.startswith("SEARCH_REFUSED"))
+    return message is not None and message.startswith(("BUDGET_EXHAUSTED", "SEARCH_REFUSED"))

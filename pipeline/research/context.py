@@ -4,14 +4,16 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from pipeline.core.budget import Budget
 from pipeline.config import Settings
+from pipeline.core.budget import Budget
+from pipeline.core.event_types import AssignedEvent
 from pipeline.core.events import EventSink, NullSink
-from pipeline.models.anthropic import LLM
-from pipeline.core.notebook import Notebook, fresh_id
+from pipeline.core.ids import CALCULATION, fresh_id
+from pipeline.core.notebook import Notebook
 from pipeline.core.schema import Calculation, RunStats
+from pipeline.models.base import ModelClient
 from pipeline.web.fetch import Fetcher
-from pipeline.web.search.service import SearchService
+from pipeline.web.search.service import Searcher
 
 
 class CalculationLog:
@@ -37,12 +39,12 @@ class CalculationLog:
             cid = self._preset.get((expression, sub_question))
             replayed = cid is not None and cid not in taken
             if not replayed:
-                cid = fresh_id("C", taken, self._preset.values())
+                cid = fresh_id(CALCULATION, taken, self._preset.values())
             assert cid is not None
             calc = Calculation(id=cid, expression=expression, result=result, sub_question=sub_question)
             self._items.append(calc)
-            self._events.emit("assigned", {"what": "calculation", "id": cid, "expression": expression,
-                                           "sub_question": sub_question, "replayed": replayed})
+            self._events.emit(AssignedEvent(what="calculation", id=cid, expression=expression,
+                                            sub_question=sub_question, replayed=replayed))
             return calc
 
     def all(self) -> list[Calculation]:
@@ -72,10 +74,10 @@ class RunContext:
     """Shared by all steps and worker threads of one run; each part is thread-safe."""
 
     settings: Settings
-    llm: LLM
+    llm: ModelClient
     budget: Budget
     notebook: Notebook
-    search: SearchService
+    search: Searcher
     fetcher: Fetcher
     events: EventSink = field(default_factory=NullSink)
     calculations: CalculationLog = field(default_factory=CalculationLog)

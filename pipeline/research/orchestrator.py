@@ -6,17 +6,22 @@ import time
 import traceback
 import uuid
 from collections import Counter
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from pipeline.core.budget import Budget
-from pipeline.replay.checkpoint import Checkpoints
 from pipeline.config import Settings
-from pipeline.research.context import CalculationLog, RunContext
+from pipeline.core.budget import Budget
+from pipeline.core.event_types import Event, FetchEvent, InternalErrorEvent, SessionEvent, TapeEvent
 from pipeline.core.events import EventSink, FanOut, NullSink
-from pipeline.models.anthropic import LLM, LLMError
 from pipeline.core.notebook import Notebook
+from pipeline.core.schema import Finding, Plan, Problem, Report, RunOptions, RunResult, RunStatus
+from pipeline.models.anthropic import LLM, AnthropicTransport
+from pipeline.models.base import LLMError
+from pipeline.replay.checkpoint import Checkpoints
+from pipeline.replay.recorded import RecordedModel, RecordedPages, RecordedProvider, RecordedSearch
+from pipeline.replay.tape import Tape, TapeMode
+from pipeline.research.context import CalculationLog, RunContext
 from pipeline.research.prompts import version as prompt_version
-from pipeline.core.schema import Finding, Plan, Problem, Report, RunOptions, RunResult
 from pipeline.research.steps.analyse import Analysis, analyse, judge_support, propose_findings
 from pipeline.research.steps.checks import Evidence
 from pipeline.research.steps.plan import make_plan
@@ -24,12 +29,12 @@ from pipeline.research.steps.research import research_fixed
 from pipeline.research.steps.review import write_and_review
 from pipeline.research.steps.worker import research_tools
 from pipeline.research.steps.write import no_evidence_report
-from pipeline.store.sqlite import RunRecorder, RunStore, settings_secrets
-from pipeline.replay.tape import RecordedProvider, Tape, TapeMode
+from pipeline.store.base import RunRecorder, RunStore
+from pipeline.store.sqlite import settings_secrets
 from pipeline.web.corpus import Corpus
-from pipeline.web.fetch import Fetcher
+from pipeline.web.fetch import Fetcher, PageLoader, WebPages
 from pipeline.web.search.anthropic import AnthropicWebSearch
-from pipeline.web.search.service import SearchProvider, SearchService, make_provider
+from pipeline.web.search.service import Searcher, SearchProvider, SearchService, make_provider
 
 NOT_RESEARCHED = "Not researched (the plan was capped): "
 
@@ -41,11 +46,11 @@ class FetchTally:
         self._lock = threading.Lock()
         self.failed: Counter[str] = Counter()
 
-    def emit(self, kind: str, payload: dict[str, Any], *, tokens: int = 0, ms: float = 0.0) -> None:
-        if kind == "fetch" and not payload.get("ok") and not payload.get("cached"):
-            reason = payload.get("error_kind") or "error"
-            if reason == "http_status" and payload.get("status"):
-                reason = f"HTTP {payload['status']}"
+    def emit(self, event: Event, *, tokens: int = 0, ms: float = 0.0) -> None:
+        if isinstance(event, FetchEvent) and not event.ok and not event.cached:
+            reason: str = event.error_kind or "error"
+            if reason == "http_status" and event.status:
+                reason = f"HTTP {event.status}"
             if reason not in ("budget", "repeat_failure"):
                 with self._lock:
                     self.failed[reason] += 1
@@ -65,25 +70,32 @@ def build_context(settings: Settings, options: RunOptions, events: EventSink, *,
                   provider: SearchProvider | None = None, tape: Tape | None = None) -> RunContext:
     """A fresh RunContext on one budget; the search provider from settings unless one is given.
 
-    With a `tape` (replay, resume), model calls, searches and fetches are served from the recording first, and
-    source, finding and calculation ids are preset from it; a replay needs no keys and touches no network.
+    With a `tape` (replay, resume), the model transport, the searcher and the page loader are wrapped so that the
+    recording answers first, and source, finding and calculation ids are preset from it; an offline replay needs no
+    keys and touches no network.
     """
     budget = Budget(options.limits, settings.price)
-    llm = LLM(settings, budget, events, tape=tape)
+    llm = LLM(settings, budget, events, transport=None if tape is None else RecordedModel(
+        tape, budget, events, live=None if tape.model_offline else AnthropicTransport(settings, budget, events)))
     if provider is None and tape is not None and tape.web_offline:
         name = tape.provider or settings.search_provider
         provider = (AnthropicWebSearch(llm.server_web_search, errors=(LLMError,)) if name == "anthropic"
                     else RecordedProvider(name))
-    provider = provider or make_provider(settings, server_web_search=llm.server_web_search)
+    provider = provider or make_provider(settings, server_web_search=llm.server_web_search,
+                                         model_errors=(LLMError,))
     # The frozen web: with the corpus provider, pages come only from the saved copies.
     corpus = (Corpus.open(settings.corpus_dir) if settings.search_provider == "corpus"
               and not (tape is not None and tape.web_offline) else None)
-    fetcher = Fetcher(settings, budget=budget, events=events, corpus=corpus, tape=tape)
+    pages: PageLoader = WebPages(settings, budget=budget, corpus=corpus)
+    search: Searcher = SearchService(provider, budget, events)
+    if tape is not None:
+        pages = RecordedPages(tape, pages, budget)
+        search = RecordedSearch(tape, search, budget, events)
     preset = tape is not None and tape.serves_model  # a live model makes its own ids
     notebook = Notebook(events=events, preset=tape.ids if preset and tape else None)
     calculations = CalculationLog(events=events, preset=tape.calculation_ids if preset and tape else None)
-    return RunContext(settings=settings, llm=llm, budget=budget, notebook=notebook,
-                      search=SearchService(provider, budget, events, tape=tape), fetcher=fetcher, events=events,
+    return RunContext(settings=settings, llm=llm, budget=budget, notebook=notebook, search=search,
+                      fetcher=Fetcher(settings, events=events, loader=pages), events=events,
                       calculations=calculations)
 
 
@@ -100,7 +112,7 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
     With a `store`, the run and every event are recorded (keys from settings and `secrets` are scrubbed from
     everything written), with a checkpoint after each step and each worker. A cancelled budget (ctx.budget.cancel)
     ends the run with a "cancelled" problem and status "partial" (or "failed"). With a
-    `tape` (pipeline/tape.py) the recorded calls are served instead of repeated: replay, or resume of `run_id`.
+    `tape` (replay/tape.py) the recorded calls are served instead of repeated: replay, or resume of `run_id`.
     A custom `context` factory is called as context(settings, options, events), plus tape=... when there is one.
     """
     settings = settings or Settings()
@@ -114,15 +126,17 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
     checkpoints = Checkpoints()
     events = FanOut(events or NullSink(), tally, *([recorder] if recorder else []), checkpoints)
     if tape is not None:
-        events.emit("session", {"tape": tape.mode.value, "from_run": tape.run_id})
-    ctx = (context or build_context)(settings, options, events, **({"tape": tape} if tape is not None else {}))
+        events.emit(SessionEvent(tape=tape.mode.value, from_run=tape.run_id))
+    make_context = context or build_context
+    ctx = (make_context(settings, options, events) if tape is None
+           else make_context(settings, options, events, tape=tape))
     checkpoints.bind(ctx, events)
     timings: dict[str, float] = {"started_at": round(time.time(), 3)}  # epoch seconds, UTC
     problems: list[Problem] = []
     plan: Plan | None = None
     report = Report()
     analysis: Analysis | None = None
-    status = "failed"
+    status: RunStatus = "failed"
 
     def step(name: str, fn: Callable[[], Any]) -> Any:
         # The steps emit their own detailed "step" events; here the wall time is kept and a checkpoint saved.
@@ -167,7 +181,7 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
                                     message="no model call succeeded, so nothing was analysed; see the problems "
                                             "above (check ANTHROPIC_API_KEY and the network), then run again"))
     except Exception as e:  # our bug: keep everything gathered so far, and say so
-        events.emit("internal_error", {"error": repr(e), "traceback": traceback.format_exc()})
+        events.emit(InternalErrorEvent(error=repr(e), traceback=traceback.format_exc()))
         problems.append(Problem(kind="internal_error", step="run",
                                 message=f"the run stopped on an internal error ({type(e).__name__}: {e}); "
                                         "what was gathered before it is kept"))
@@ -185,7 +199,7 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
         timings=timings,
     )
     if tape is not None:
-        events.emit("tape", tape.summary())
+        events.emit(TapeEvent(**tape.summary()))
     if recorder is not None:
         recorder.finish(result)
     return result

@@ -1,6 +1,6 @@
 """The run store: SQLite (WAL) holding every run and every event of it, exactly as sent and received, never a secret.
 
-One `RunStore` per process and database file: one connection guarded by a lock, in autocommit mode, so every
+One `SqliteRunStore` per process and database file: one connection guarded by a lock, in autocommit mode, so every
 event is its own committed transaction (it survives a kill of the process the moment `emit` returns). Several
 processes may share the file: WAL lets readers run beside the one writer, and the busy timeout makes writers
 wait for each other instead of failing with "database is locked". Schema changes are ordered migration
@@ -10,28 +10,40 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 import threading
 import time
 from collections import Counter
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 
 from pipeline.config import Settings
+from pipeline.core.event_types import CheckpointEvent, Event, is_replayed
 from pipeline.core.events import redact
 from pipeline.core.schema import BudgetLimits, RunOptions, RunResult, Usage
-from pipeline.replay.tape import without_nonces
+from pipeline.core.untrusted import without_nonces
+from pipeline.store.base import (
+    INTERRUPTED,
+    RUNNING,
+    RunListing,
+    RunRow,
+    StoredEvent,
+    StoreError,
+    process_alive,
+    this_host,
+)
+
+__all__ = ["INTERRUPTED", "REEMITTED", "RUNNING", "SCHEMA_VERSION", "RunListing", "RunRow", "SqliteRunRecorder",
+           "SqliteRunStore", "StoreError", "StoredEvent", "settings_secrets"]
 
 BUSY_TIMEOUT_MS = 30_000
 SHORTEST_SECRET = 4  # shorter "secrets" would scrub ordinary words and numbers out of the evidence
 # Derived events, not calls: on resume the replayed part of the run emits them again, exactly as recorded.
 REEMITTED = ("step", "checkpoint", "tool_call", "finding", "rejected")
-RUNNING = "running"
-INTERRUPTED = "interrupted"  # shown, never stored: a running row whose process is gone
 
 
 def _v1(db: sqlite3.Connection) -> None:
@@ -72,88 +84,15 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-class StoreError(RuntimeError):
-    """The store cannot be used as asked (unknown run, a newer schema); the message says what to do."""
-
-
-class RunRow(BaseModel):
-    """One row of the runs table (without the RunResult)."""
-
-    id: str
-    question: str
-    mode: str
-    models: dict[str, str]
-    prompt_version: str
-    started: str
-    finished: str | None
-    status: str
-    limits: BudgetLimits
-    options: RunOptions | None
-    replay_of: str | None
-    pid: int | None
-    host: str | None
-    usage: Usage | None
-    cost_usd: float
-
-    @property
-    def shown_status(self) -> str:
-        """The status, with a running row whose process is gone (on this host) shown as "interrupted"."""
-        if self.status == RUNNING and not _alive(self.pid, self.host):
-            return INTERRUPTED
-        return self.status
-
-    @property
-    def run_options(self) -> RunOptions:
-        """The options the run was started with (older rows kept only mode and limits)."""
-        return self.options or RunOptions(mode=self.mode, limits=self.limits)  # type: ignore[arg-type]
-
-
-class RunListing(BaseModel):
-    """One line of `python -m pipeline runs`."""
-
-    id: str
-    date: str
-    question: str
-    mode: str
-    status: str
-    cost: float
-
-
-class StoredEvent(BaseModel):
-    """One recorded event."""
-
-    seq: int
-    kind: str
-    payload: dict[str, Any]
-    tokens: int = 0
-    ms: float = 0.0
-    at: float | None = None
-
-
 def settings_secrets(settings: Settings) -> list[str]:
-    """The keys in `settings`: every recorder scrubs them from what it writes."""
-    keys = (settings.anthropic_api_key, settings.brave_api_key, settings.tavily_api_key)
-    return [k.get_secret_value() for k in keys if k is not None and k.get_secret_value()]
+    """The value of every SecretStr setting (the model's and each search provider's keys); recorders scrub them."""
+    # By type rather than by name: a provider added later has its key scrubbed without a change here.
+    keys = (getattr(settings, name) for name in type(settings).model_fields)
+    return [k.get_secret_value() for k in keys if isinstance(k, SecretStr) and k.get_secret_value()]
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _alive(pid: int | None, host: str | None) -> bool:
-    """Whether the process that runs a row is alive: a row without one predates resume (its program is gone);
-    another host's process cannot be checked, so the row is trusted."""
-    if pid is None:
-        return False
-    if host != socket.gethostname():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _json(value: Any) -> str:
@@ -164,7 +103,7 @@ def _fingerprint(kind: str, text: str) -> str:
     return f"{kind}\n{without_nonces(text)}"
 
 
-class RunStore:
+class SqliteRunStore:
     """Runs and events in one SQLite file; safe to share between threads; several processes may open the file."""
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS):
@@ -209,7 +148,7 @@ class RunStore:
         with self._lock:
             self._db.close()
 
-    def __enter__(self) -> RunStore:
+    def __enter__(self) -> SqliteRunStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -223,22 +162,51 @@ class RunStore:
         with self._lock:
             return self._db.execute(sql, tuple(args)).fetchall()
 
-    # -- writing: through one recorder per run ---------------------------------------------------------
-    def recorder(self, run_id: str, *, secrets: Iterable[str | None] = (), skip_replayed: bool = False) -> RunRecorder:
+    # -- writing: through one recorder per run, which cleans what it hands to the methods below -----------
+    def recorder(self, run_id: str, *, secrets: Iterable[str | None] = (),
+                 skip_replayed: bool = False) -> SqliteRunRecorder:
         """The write handle of one run: an EventSink, plus start and finish of the run row."""
-        return RunRecorder(self, run_id, secrets=secrets, skip_replayed=skip_replayed)
+        return SqliteRunRecorder(self, run_id, secrets=secrets, skip_replayed=skip_replayed)
+
+    def add_run(self, run_id: str, *, question: str, mode: str, models_json: str, prompt_version: str,
+                limits_json: str, options_json: str, replay_of: str | None) -> None:
+        """Insert the run row with status running, owned by this process; StoreError if the id is taken."""
+        try:
+            self._write(
+                """INSERT INTO runs (id, question, mode, models, prompt_version, started, status, limits, options,
+                   replay_of, pid, host, usage, cost_usd) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,0)""",
+                (run_id, question, mode, models_json, prompt_version, _now(), RUNNING, limits_json, options_json,
+                 replay_of, os.getpid(), this_host(), Usage().model_dump_json()))
+        except sqlite3.IntegrityError:
+            raise StoreError(f"run {run_id!r} already exists in {self.path}") from None
+
+    def reopen_run(self, run_id: str) -> None:
+        """Mark an existing run as running again, owned by this process."""
+        self._write("UPDATE runs SET status = ?, finished = NULL, result = NULL, pid = ?, host = ? WHERE id = ?",
+                    (RUNNING, os.getpid(), this_host(), run_id))
+
+    def finish_run(self, run_id: str, *, status: str, usage_json: str, cost_usd: float, result_json: str) -> None:
+        """Store the finished run's status, usage, cost and RunResult."""
+        self._write("UPDATE runs SET finished = ?, status = ?, usage = ?, cost_usd = ?, result = ? WHERE id = ?",
+                    (_now(), status, usage_json, cost_usd, result_json, run_id))
+
+    def add_event(self, run_id: str, seq: int, kind: str, payload_json: str, tokens: int, ms: float) -> None:
+        """Append one event (committed when this returns)."""
+        self._write("INSERT INTO events (run_id, seq, kind, payload, tokens, ms, at) VALUES (?,?,?,?,?,?,?)",
+                    (run_id, seq, kind, payload_json, int(tokens), float(ms), time.time()))
 
     def claim(self, row: RunRow) -> None:
         """Make this process the owner of the running `row` as it was read (resume); StoreError when another
         process claimed it since: compare-and-swap, so of two resumes racing for one run only one proceeds."""
         claimed = self._write("UPDATE runs SET pid = ?, host = ? WHERE id = ? AND status = ? AND pid IS ? "
-                              "AND host IS ?", (os.getpid(), socket.gethostname(), row.id, RUNNING, row.pid,
+                              "AND host IS ?", (os.getpid(), this_host(), row.id, RUNNING, row.pid,
                                                 row.host)).rowcount
         if claimed != 1:
             raise StoreError(f"another process took over run {row.id} first (a second resume?); let it finish "
                              "(`python -m pipeline runs` shows its status)")
 
-    def _next_seq(self, run_id: str) -> int:
+    def next_seq(self, run_id: str) -> int:
+        """The sequence number the run's next event gets."""
         row = self._read("SELECT MAX(seq) FROM events WHERE run_id = ?", (run_id,))
         return int(row[0][0] or 0) + 1
 
@@ -271,7 +239,7 @@ class RunStore:
         rows = self._read(sql + (" LIMIT ?" if limit else ""), (limit,) if limit else ())
         listing = []
         for id_, started, question, mode, status, cost, pid, host in rows:
-            if status == RUNNING and not _alive(pid, host):
+            if status == RUNNING and not process_alive(pid, host):
                 status = INTERRUPTED
             listing.append(RunListing(id=id_, date=started, question=question, mode=mode, status=status,
                                       cost=cost or 0.0))
@@ -293,14 +261,14 @@ class RunStore:
         rows = self._read(sql + " ORDER BY seq", args)
         return [StoredEvent(seq=s, kind=k, payload=json.loads(p), tokens=t, ms=m, at=a) for s, k, p, t, m, a in rows]
 
-    def checkpoint(self, run_id: str) -> dict[str, Any] | None:
-        """The payload of the run's latest checkpoint event, or None."""
+    def checkpoint(self, run_id: str) -> CheckpointEvent | None:
+        """The run's latest checkpoint, or None."""
         rows = self._read("SELECT payload FROM events WHERE run_id = ? AND kind = 'checkpoint' ORDER BY seq DESC "
                           "LIMIT 1", (run_id,))
-        return json.loads(rows[0][0]) if rows else None
+        return CheckpointEvent.from_payload(json.loads(rows[0][0])) if rows else None
 
 
-class RunRecorder:
+class SqliteRunRecorder:
     """Writes one run: its row at start and finish, and every event in between (an EventSink, thread-safe).
 
     Every string written passes `redact` (secret-named fields, key-shaped strings) and has each of `secrets`
@@ -309,7 +277,7 @@ class RunRecorder:
     nor a REEMITTED event equal to one recorded (page nonces aside) that an earlier one has not matched yet.
     """
 
-    def __init__(self, store: RunStore, run_id: str, *, secrets: Iterable[str | None] = (),
+    def __init__(self, store: SqliteRunStore, run_id: str, *, secrets: Iterable[str | None] = (),
                  skip_replayed: bool = False):
         self.store, self.run_id = store, run_id
         self._secrets = tuple(sorted({s for s in secrets if s and len(s) >= SHORTEST_SECRET}, key=len, reverse=True))
@@ -330,38 +298,30 @@ class RunRecorder:
     def start(self, *, question: str, options: RunOptions, models: dict[str, str], prompt_version: str,
               replay_of: str | None = None) -> None:
         """Insert the run row with status running; StoreError if the id is taken."""
-        try:
-            self.store._write(
-                """INSERT INTO runs (id, question, mode, models, prompt_version, started, status, limits, options,
-                   replay_of, pid, host, usage, cost_usd) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,0)""",
-                (self.run_id, self.clean(question), options.mode, _json(models), prompt_version, _now(), RUNNING,
-                 options.limits.model_dump_json(), self._text(options), replay_of, os.getpid(),
-                 socket.gethostname(), Usage().model_dump_json()))
-        except sqlite3.IntegrityError:
-            raise StoreError(f"run {self.run_id!r} already exists in {self.store.path}") from None
+        self.store.add_run(self.run_id, question=self.clean(question), mode=options.mode, models_json=_json(models),
+                           prompt_version=prompt_version, limits_json=options.limits.model_dump_json(),
+                           options_json=self._text(options), replay_of=replay_of)
 
     def reopen(self) -> None:
         """Mark an existing run as running again in this process (resume)."""
-        self.store._write("UPDATE runs SET status = ?, finished = NULL, result = NULL, pid = ?, host = ? WHERE id = ?",
-                          (RUNNING, os.getpid(), socket.gethostname(), self.run_id))
+        self.store.reopen_run(self.run_id)
 
     def finish(self, result: RunResult) -> None:
         """Store the RunResult, its status, usage and cost."""
-        self.store._write("UPDATE runs SET finished = ?, status = ?, usage = ?, cost_usd = ?, result = ? WHERE id = ?",
-                          (_now(), result.status, result.usage.model_dump_json(), result.usage.cost_usd,
-                           self._text(result), self.run_id))
+        self.store.finish_run(self.run_id, status=result.status, usage_json=result.usage.model_dump_json(),
+                              cost_usd=result.usage.cost_usd, result_json=self._text(result))
 
-    def emit(self, kind: str, payload: dict[str, Any], *, tokens: int = 0, ms: float = 0.0) -> None:
-        if self._skip_replayed and payload.get("replayed"):
+    def emit(self, event: Event, *, tokens: int = 0, ms: float = 0.0) -> None:
+        if self._skip_replayed and is_replayed(event):
             return
-        text = _json(self.clean(payload))  # serialised outside the lock: threads contend only for the insert
+        kind = event.kind
+        text = _json(self.clean(event.payload()))  # serialised outside the lock: threads contend only for the insert
         key = _fingerprint(kind, text) if self._recorded and kind in REEMITTED else None
         with self._seq_lock:
             if key is not None and self._recorded[key] > 0:
                 self._recorded[key] -= 1
                 return
             if self._seq is None:
-                self._seq = self.store._next_seq(self.run_id)
+                self._seq = self.store.next_seq(self.run_id)
             seq, self._seq = self._seq, self._seq + 1
-            self.store._write("INSERT INTO events (run_id, seq, kind, payload, tokens, ms, at) VALUES (?,?,?,?,?,?,?)",
-                              (self.run_id, seq, kind, text, int(tokens), float(ms), time.time()))
+            self.store.add_event(self.run_id, seq, kind, text, tokens, ms)

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
 
 from pydantic import BaseModel, Field, ValidationError
 
+from pipeline.core.event_types import Event, FetchEvent, ModelErrorEvent, ModelResponseEvent, SearchEvent, StepEvent
 from pipeline.core.schema import RunResult
+from pipeline.store.base import RunStore
 from pipeline.store.files import RUN_ID, TIMELINE_SUFFIX
 
 
@@ -44,28 +46,27 @@ class TimelineRecorder:
         self._entries: list[TimelineEntry] = []
         self._step = ""
 
-    def emit(self, kind: str, payload: dict[str, Any], *, tokens: int = 0, ms: float = 0.0) -> None:
-        entry = self._entry(kind, payload, tokens, ms)
+    def emit(self, event: Event, *, tokens: int = 0, ms: float = 0.0) -> None:
+        entry = self._entry(event, tokens, ms)
         with self._lock:
-            if kind == "step" and payload.get("status") == "started":
-                self._step = str(payload.get("name") or "")
+            if isinstance(event, StepEvent) and event.status == "started":
+                self._step = event.name
             if entry is not None:
                 entry.step = entry.step or self._step
                 self._entries.append(entry)
 
     @staticmethod
-    def _entry(kind: str, p: dict[str, Any], tokens: int, ms: float) -> TimelineEntry | None:
-        if kind == "search":
-            return TimelineEntry(kind="search", label=str(p.get("query", ""))[:200], ok=not p.get("message")
-                                 or bool(p.get("count")), ms=ms)
-        if kind == "fetch":
-            return TimelineEntry(kind="fetch", label=str(p.get("final_url") or p.get("url", ""))[:300],
-                                 ok=bool(p.get("ok")), ms=ms)
-        if kind == "model_response":
-            return TimelineEntry(kind="model", label=str(p.get("purpose", "")), tokens=tokens,
-                                 cost_usd=float(p.get("cost_usd") or 0.0), ms=ms)
-        if kind == "model_error":
-            return TimelineEntry(kind="model", label=f"{p.get('purpose', '')} ({p.get('kind', 'error')})", ok=False)
+    def _entry(event: Event, tokens: int, ms: float) -> TimelineEntry | None:
+        match event:
+            case SearchEvent():
+                return TimelineEntry(kind="search", label=event.query[:200], ok=not event.message or bool(event.count),
+                                     ms=ms)
+            case FetchEvent():
+                return TimelineEntry(kind="fetch", label=(event.final_url or event.url)[:300], ok=event.ok, ms=ms)
+            case ModelResponseEvent():
+                return TimelineEntry(kind="model", label=event.purpose, tokens=tokens, cost_usd=event.cost_usd, ms=ms)
+            case ModelErrorEvent():
+                return TimelineEntry(kind="model", label=f"{event.purpose} ({event.error_kind})", ok=False)
         return None
 
     def entries(self) -> list[TimelineEntry]:
@@ -76,17 +77,17 @@ class TimelineRecorder:
 TIMELINE_KINDS = ("step", "search", "fetch", "model_response", "model_error")
 
 
-def timeline_of_events(events: Iterable[tuple[str, dict[str, Any], int, float]]) -> list[TimelineEntry]:
-    """Timeline entries from (kind, payload, tokens, ms) events in the order they happened (e.g. the run store's)."""
+def timeline_of_events(events: Iterable[tuple[Event, int, float]]) -> list[TimelineEntry]:
+    """Timeline entries from (event, tokens, ms) in the order they happened (e.g. the run store's)."""
     recorder = TimelineRecorder()
-    for kind, payload, tokens, ms in events:
-        recorder.emit(kind, payload, tokens=tokens, ms=ms)
+    for event, tokens, ms in events:
+        recorder.emit(event, tokens=tokens, ms=ms)
     return recorder.entries()
 
 
-def load_timeline(rr: RunResult, folder: Path | None = None, store: Any = None) -> Timeline:
-    """The timeline of `rr`: saved beside it in `folder`, else from the run store (a pipeline.store.sqlite.RunStore) when
-    it recorded the run, else one entry per step with its wall time."""
+def load_timeline(rr: RunResult, folder: Path | None = None, store: RunStore | None = None) -> Timeline:
+    """The timeline of `rr`: saved beside it in `folder`, else from the run store when it recorded the run, else one
+    entry per step with its wall time."""
     if folder is not None and RUN_ID.match(rr.run_id):
         path = Path(folder) / f"{rr.run_id}{TIMELINE_SUFFIX}"
         try:
@@ -98,6 +99,6 @@ def load_timeline(rr: RunResult, folder: Path | None = None, store: Any = None) 
         events = store.events(rr.run_id, kinds=TIMELINE_KINDS)
         if events:
             return Timeline(origin="run store", entries=timeline_of_events(
-                (e.kind, e.payload, e.tokens, e.ms) for e in events))
+                (e.event(), e.tokens, e.ms) for e in events))
     return Timeline(origin="timings", entries=[TimelineEntry(step=name, kind="step", label=name, ms=secs * 1000)
                                                for name, secs in step_times(rr).items()])

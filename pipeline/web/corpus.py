@@ -26,17 +26,18 @@ import re
 import sqlite3
 import tempfile
 import threading
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 import trafilatura
 from pydantic import BaseModel, ValidationError
 
 from pipeline.config import ConfigError
 from pipeline.core.schema import SearchResult
+from pipeline.core.urls import url_key
 from pipeline.web.extract import ExtractionError
 from pipeline.web.fetch import SavedPage, decode_text, extract_document
-from pipeline.core.urls import normalise_url
 
 MANIFEST = "manifest.jsonl"
 INDEX = ".index.sqlite"
@@ -64,13 +65,6 @@ class CorpusPage(NamedTuple):
     content_type: str = "text/html"
     title: str | None = None
     published: str | None = None
-
-
-def _key(url: str) -> str:
-    try:
-        return normalise_url(url)
-    except ValueError:
-        return url.strip()
 
 
 def _kind(content_type: str) -> str:
@@ -122,7 +116,7 @@ class Corpus:
     def __init__(self, root: Path, entries: list[ManifestEntry], db: sqlite3.Connection):
         self.root = root
         self._entries = entries
-        self._by_key = {_key(e.url): e for e in entries}
+        self._by_key = {url_key(e.url): e for e in entries}
         self._db = db
         self._lock = threading.Lock()
 
@@ -146,7 +140,7 @@ class Corpus:
 
     def get(self, url: str) -> SavedPage | None:
         """The saved page for `url` (any spelling normalise_url equates, http or https), else None."""
-        key = _key(url)
+        key = url_key(url)
         entry = self._by_key.get(key)
         if entry is None and key.startswith(("http://", "https://")):
             other = "https://" + key[7:] if key.startswith("http://") else "http://" + key[8:]
@@ -226,7 +220,7 @@ def _fill(db: sqlite3.Connection, root: Path, entries: list[ManifestEntry], fing
     """)
     seen: set[str] = set()
     for entry in entries:
-        key = _key(entry.url)
+        key = url_key(entry.url)
         if key in seen:  # the first line for a URL wins, as in get()
             continue
         seen.add(key)

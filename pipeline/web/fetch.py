@@ -18,8 +18,8 @@ Policy that callers and tests rely on:
   Windows code pages (iso-8859-1, ascii, shift_jis, ...) are decoded as those code pages.
 - Per Fetcher (one run): successes are cached by normalised URL (original and final), failures are remembered
   and answered `repeat_failure` without traffic or budget. A budget refusal is not remembered.
-- With a tape (pipeline/tape.py), a fetch the recording holds is answered from it, charged as it was; in a
-  replay, one it lacks fails as `network` without traffic.
+- Where pages come from is a PageLoader: WebPages (the web under this policy, or the corpus) by default; a replay
+  puts a loader serving the recording in its place, below the cache.
 """
 from __future__ import annotations
 
@@ -28,23 +28,24 @@ import ssl
 import threading
 import time
 import zlib
-from dataclasses import dataclass, field
-from typing import Callable, Literal, Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
 from urllib.parse import urljoin
 
 import httpcore
 import httpx
 
-from pipeline.core.budget import Budget, Phase
 from pipeline.config import Settings
+from pipeline.core.budget import Budget, Phase
+from pipeline.core.event_types import FetchEvent
 from pipeline.core.events import EventSink, NullSink
 from pipeline.core.schema import ErrorKind, FetchResult
-from pipeline.replay.tape import NOT_RECORDED, Tape, charge_unit
+from pipeline.core.urls import url_key
+from pipeline.web.charset import decode_text
 from pipeline.web.extract import Extracted, ExtractionError, extract_html, extract_pdf, extract_text_plain
 from pipeline.web.guard import Blocked, Resolver, Vetted, check_url, default_resolver
-from pipeline.web.charset import decode_text
 from pipeline.web.transport import DeadlineBackend, GuardedTransport
-from pipeline.core.urls import normalise_url
 
 MAX_REDIRECTS = 5
 Kind = Literal["html", "text", "pdf"]
@@ -90,7 +91,7 @@ def extract_document(kind: Kind, content: str | bytes, url: str) -> Extracted:
 
 
 class _Failure(Exception):
-    """Ends one fetch early; turned into a FetchResult inside Fetcher.fetch, never seen by callers."""
+    """Ends one load early; turned into a FetchResult inside WebPages.load, never seen by callers."""
 
     def __init__(self, kind: ErrorKind, reason: str, origin: _Origin | None = None, *, verbatim: bool = False) -> None:
         super().__init__(reason)
@@ -106,10 +107,9 @@ class _Failure(Exception):
 
 @dataclass
 class _Attempt:
-    """What one fetch did besides its result: whether it took a `fetches` unit, and event flags (replayed)."""
+    """Whether one load took a `fetches` unit (set as soon as it does, so a failure after it still says so)."""
 
     charged: bool = False
-    extra: dict[str, bool] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -134,20 +134,40 @@ class _Page:
     published: str | None = None
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """One page load that no cache answered: its result, whether it took a `fetches` unit, and whether it was served
+    from a recording (`replayed`) or refused for lack of one (`not_recorded`)."""
+
+    result: FetchResult
+    charged: bool
+    replayed: bool = False
+    not_recorded: bool = False
+
+
+class PageLoader(Protocol):
+    """Loads one page, uncached; every outcome is a FetchResult, never an exception."""
+
+    def load(self, url: str, phase: Phase) -> Loaded: ...
+
+
 class Fetcher:
-    """Fetches pages for one run under the policy in the module docstring; safe to share between threads."""
+    """Fetches pages for one run under the policy in the module docstring; safe to share between threads.
+
+    Pages come from `loader`, by default WebPages built from the arguments here (the guarded web, or the corpus);
+    the Fetcher adds the run's cache and remembered failures, and reports every fetch as a FetchEvent.
+    """
 
     def __init__(self, settings: Settings, *, resolve: Resolver = default_resolver,
                  network_backend: httpcore.NetworkBackend | None = None, ssl_context: ssl.SSLContext | None = None,
                  budget: Budget | None = None, events: EventSink | None = None, corpus: CorpusLike | None = None,
                  extract: Extractor = extract_document, clock: Callable[[], float] = time.monotonic,
-                 tape: Tape | None = None) -> None:
-        self._settings, self._resolve, self._budget, self._corpus = settings, resolve, budget, corpus
-        self._tape = tape
-        self._backend = network_backend or httpcore.SyncBackend()
-        self._ssl = ssl_context or httpx.create_ssl_context()
+                 loader: PageLoader | None = None) -> None:
+        self._loader = loader or WebPages(settings, resolve=resolve, network_backend=network_backend,
+                                          ssl_context=ssl_context, budget=budget, corpus=corpus, extract=extract,
+                                          clock=clock)
         self._events = events or NullSink()
-        self._extract, self._clock = extract, clock
+        self._clock = clock
         self._lock = threading.Lock()
         self._url_locks: dict[str, threading.Lock] = {}
         self._done: dict[str, FetchResult] = {}
@@ -156,17 +176,20 @@ class Fetcher:
     def fetch(self, url: str, phase: Phase = Phase.RESEARCH) -> FetchResult:
         """The page at `url`, extracted; or ok=False with error_kind and a one-line message for the model."""
         started = self._clock()
-        key = _key(url)
+        key = url_key(url)
         with self._lock:
             url_lock = self._url_locks.setdefault(key, threading.Lock())
-        attempt = _Attempt()
+        loaded: Loaded | None = None
         with url_lock:  # a second thread asking for the same URL waits and then reads the cache
-            result, cached = self._remembered(key, url), True
+            result = self._remembered(key, url)
             if result is None:
-                result, cached = self._fetch_new(url, phase, attempt), False
+                loaded = self._loader.load(url, phase)
+                result = loaded.result
                 self._remember(key, result)
-        self._events.emit("fetch", {**result.model_dump(), "cached": cached, "charged": attempt.charged,
-                                    **attempt.extra}, ms=(self._clock() - started) * 1000)
+        self._events.emit(FetchEvent(
+            **result.model_dump(), cached=loaded is None, charged=loaded is not None and loaded.charged,
+            replayed=loaded is not None and loaded.replayed, not_recorded=loaded is not None and loaded.not_recorded,
+        ), ms=(self._clock() - started) * 1000)
         return result
 
     def _remembered(self, key: str, url: str) -> FetchResult | None:
@@ -183,26 +206,32 @@ class Fetcher:
             if result.ok:
                 self._done[key] = result
                 if result.final_url:
-                    self._done.setdefault(_key(result.final_url), result)
+                    self._done.setdefault(url_key(result.final_url), result)
             elif result.error_kind != "budget":
                 self._failed[key] = result.error_kind or "network"
 
-    def _fetch_new(self, url: str, phase: Phase, attempt: _Attempt) -> FetchResult:
-        if self._tape is not None:
-            recorded = self._tape.fetch(url)
-            if recorded is not None:
-                attempt.charged = recorded.charged and charge_unit(self._budget, "fetches")
-                attempt.extra = {"replayed": True}
-                return recorded.result.model_copy(update={"url": url})
-            if self._tape.web_offline:
-                attempt.extra = {NOT_RECORDED: True}
-                return _Failure("network", "the recording being replayed has no fetch of this URL").result(url)
+
+class WebPages:
+    """Loads pages from the web through the guard, or from the offline corpus when there is one; each request made
+    takes a `fetches` unit from the budget. Safe to share between threads."""
+
+    def __init__(self, settings: Settings, *, resolve: Resolver = default_resolver,
+                 network_backend: httpcore.NetworkBackend | None = None, ssl_context: ssl.SSLContext | None = None,
+                 budget: Budget | None = None, corpus: CorpusLike | None = None,
+                 extract: Extractor = extract_document, clock: Callable[[], float] = time.monotonic) -> None:
+        self._settings, self._resolve, self._budget, self._corpus = settings, resolve, budget, corpus
+        self._backend = network_backend or httpcore.SyncBackend()
+        self._ssl = ssl_context or httpx.create_ssl_context()
+        self._extract, self._clock = extract, clock
+
+    def load(self, url: str, phase: Phase) -> Loaded:
+        attempt = _Attempt()
         try:
             page = (self._from_corpus(url, phase, attempt) if self._corpus is not None
                     else self._from_web(url, phase, attempt))
-            return self._extracted(url, page)
+            return Loaded(self._extracted(url, page), attempt.charged)
         except _Failure as failure:
-            return failure.result(url)
+            return Loaded(failure.result(url), attempt.charged)
 
     def _spend(self, phase: Phase, attempt: _Attempt) -> None:
         refusal = self._budget.spend("fetches", phase) if self._budget is not None else None
@@ -307,11 +336,9 @@ class Fetcher:
                            text=extracted.text, published=page.published or extracted.published, truncated=page.truncated, bytes=len(page.body))
 
 
-def _key(url: str) -> str:
-    try:
-        return normalise_url(url)
-    except ValueError:
-        return url.strip()
+def failed(url: str, kind: ErrorKind, reason: str) -> FetchResult:
+    """A failed fetch of `url`, worded for the model like every other fetch failure."""
+    return _Failure(kind, reason).result(url)
 
 
 def _content_type(header: str) -> tuple[str, str | None]:

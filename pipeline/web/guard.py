@@ -14,8 +14,9 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Literal, Sequence
+from typing import Literal
 from urllib.parse import quote, urlsplit
 
 import idna

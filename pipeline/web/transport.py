@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ssl
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import httpcore
 import httpx

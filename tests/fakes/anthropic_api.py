@@ -31,9 +31,10 @@ import socket
 import struct
 import sys
 import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 FaultKind = Literal["status", "malformed_json", "hang", "reset"]
 ERROR_TYPES = {

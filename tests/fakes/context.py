@@ -14,15 +14,16 @@ persistent injected fault costs two requests.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
-from pipeline.core.budget import Budget
 from pipeline.config import Settings
-from pipeline.research.context import RunContext
+from pipeline.core.budget import Budget
 from pipeline.core.events import EventSink, ListSink
-from pipeline.models.anthropic import LLM
 from pipeline.core.notebook import Notebook
 from pipeline.core.schema import BudgetLimits
+from pipeline.models.anthropic import LLM
+from pipeline.research.context import RunContext
 from pipeline.web.fetch import Fetcher
 from pipeline.web.guard import default_resolver
 from pipeline.web.search.service import SearchService, make_provider

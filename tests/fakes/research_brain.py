@@ -23,8 +23,7 @@ from tests.fakes.anthropic_api import FakeReply, MessagesRequest, default_brain,
 
 _WORD = re.compile(r"[a-z0-9]{4,}")
 _NUM = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
-_STOP = frozenset("what which when where does from with that this have were their there about most many "
-                  "much between into over than they them these those price pricing".split())
+_STOP = frozenset(["what", "which", "when", "where", "does", "from", "with", "that", "this", "have", "were", "their", "there", "about", "most", "many", "much", "between", "into", "over", "than", "they", "them", "these", "those", "price", "pricing"])
 _PAGE = re.compile(r"<untrusted_page id=\"(\w+)\" source=\"(S\d+)\"[^>]*>\n(.*?)\n</untrusted_page id=\"\1\">", re.S)
 
 

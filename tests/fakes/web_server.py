@@ -14,11 +14,11 @@ import ssl
 import threading
 import time
 import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Callable, Iterable, Iterator, Mapping
 
 BodyStream = Callable[[], Iterable[bytes]]
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui.access import code_matches, reveals_code, visitor_id
-from ui.jobs import PRESETS, Job, JobRegistry
 from pipeline.store.timeline import load_timeline
+from ui.access import code_matches, reveals_code, visitor_id
 from ui.components import md_text, show_report
+from ui.jobs import PRESETS, Job, JobRegistry
 from ui.state import access, config, limiter, registry
 
 UNLOCKED, JOB = "live_unlocked", "live_job"

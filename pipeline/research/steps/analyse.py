@@ -14,15 +14,16 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from pipeline.research.steps import tags
 from pipeline.core.budget import Phase
-from pipeline.research.context import RunContext
-from pipeline.models.anthropic import LLMError
-from pipeline.research.prompts import load
+from pipeline.core.event_types import FindingEvent, RejectedEvent, StepEvent
 from pipeline.core.schema import Confidence, Conflict, Finding, Plan, Problem, RunOptions, SubQuestion
-from pipeline.research.tools.page_view import focus_excerpt
 from pipeline.core.untrusted import wrap
+from pipeline.models.base import LLMError
+from pipeline.research.context import RunContext
+from pipeline.research.prompts import load
+from pipeline.research.steps import tags
 from pipeline.research.steps.conflicts import find_conflicts
+from pipeline.research.tools.page_view import focus_excerpt
 
 STEP = "analyse"
 MAX_THREADS = 4
@@ -95,7 +96,7 @@ def propose_findings(plan: Plan, sources_by_sq: dict[str, list[str]], ctx: RunCo
     signature; nothing in it changes this step yet.
     """
     pairs = [(sq, sid) for sq in plan.sub_questions for sid in sources_by_sq.get(sq.id, [])]
-    ctx.events.emit("step", {"name": STEP, "status": "started", "part": "propose", "pairs": len(pairs)})
+    ctx.events.emit(StepEvent(name=STEP, status="started", part="propose", pairs=len(pairs)))
     counted: set[str] = set()
     lock = threading.Lock()
     breaker = _Breaker()
@@ -124,26 +125,26 @@ def propose_findings(plan: Plan, sources_by_sq: dict[str, list[str]], ctx: RunCo
                     counted.add(result.id)
                 if new:
                     ctx.stats.bump("findings_recorded")
-                    ctx.events.emit("finding", {"id": result.id, "source": result.source,
-                                                "sub_question": result.sub_question})
+                    ctx.events.emit(FindingEvent(id=result.id, source=result.source,
+                                                 sub_question=result.sub_question))
             else:
                 ctx.stats.bump("quotes_rejected")
-                ctx.events.emit("rejected", {"source": result.source, "reason": result.reason})
+                ctx.events.emit(RejectedEvent(source=result.source, reason=result.reason))
         return None
 
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_THREADS, len(pairs))), thread_name_prefix="analyst") as pool:
         errors = list(pool.map(one, pairs))
     problems = _problems("analyst_unavailable", "the analyst", [(f"{sid} for {sq.id}", e) for (sq, sid), e in zip(pairs, errors)],
                          "these sources were not read, so they gave no findings")
-    ctx.events.emit("step", {"name": STEP, "status": "finished", "part": "propose",
-                             "findings": len(counted), "problems": len(problems)})
+    ctx.events.emit(StepEvent(name=STEP, status="finished", part="propose", findings=len(counted),
+                              problems=len(problems)))
     return problems
 
 
 def judge_support(ctx: RunContext, findings: list[Finding]) -> list[Problem]:
     """A fresh-context judge rates each finding of unknown support; when it cannot, support stays "unknown"."""
     todo = [f for f in findings if f.support == "unknown"]
-    ctx.events.emit("step", {"name": STEP, "status": "started", "part": "judge", "findings": len(todo)})
+    ctx.events.emit(StepEvent(name=STEP, status="started", part="judge", findings=len(todo)))
     breaker = _Breaker()
 
     def one(f: Finding) -> LLMError | None:
@@ -163,7 +164,7 @@ def judge_support(ctx: RunContext, findings: list[Finding]) -> list[Problem]:
         errors = list(pool.map(one, todo))
     problems = _problems("judge_unavailable", "the support judge", [(f.id, e) for f, e in zip(todo, errors)],
                          'their support is "unknown": they are passed on flagged low confidence')
-    ctx.events.emit("step", {"name": STEP, "status": "finished", "part": "judge", "problems": len(problems)})
+    ctx.events.emit(StepEvent(name=STEP, status="finished", part="judge", problems=len(problems)))
     return problems
 
 
@@ -182,12 +183,12 @@ def analyse(plan: Plan, ctx: RunContext, problems: list[Problem] | None = None) 
 
     `problems` (from propose_findings and judge_support) are carried into Analysis.problems when given.
     """
-    ctx.events.emit("step", {"name": STEP, "status": "started", "part": "analyse"})
+    ctx.events.emit(StepEvent(name=STEP, status="started", part="analyse"))
     passed = [f.model_copy(update={"confidence": "low"}) if f.support == "unknown" else f
               for f in ctx.notebook.findings() if f.support != "unsupported"]
     answered = {f.sub_question for f in passed}
     gaps = [sq.question for sq in plan.sub_questions if sq.id not in answered]
     conflicts = find_conflicts(passed, ctx.notebook.sources())
-    ctx.events.emit("step", {"name": STEP, "status": "finished", "part": "analyse", "findings": len(passed),
-                             "gaps": len(gaps), "conflicts": len(conflicts)})
+    ctx.events.emit(StepEvent(name=STEP, status="finished", part="analyse", findings=len(passed), gaps=len(gaps),
+                              conflicts=len(conflicts)))
     return Analysis(findings=passed, gaps=gaps, conflicts=conflicts, problems=list(problems or []))

@@ -4,11 +4,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from pipeline.core.ids import CALCULATION, CITATION, CITED_ID, GAP, gap_id
 from pipeline.core.schema import Calculation, Finding, Problem, Source
-from pipeline.core.urls import normalise_url
+from pipeline.core.urls import url_key
 
-CITATION = re.compile(r"\[((?:[FGC]\d+)(?:\s*[,;]\s*[FGC]\d+)*)\]")
-_ID = re.compile(r"[FGC]\d+")
 _NUMBER = re.compile(r"(?<![\w.])[-−]?\d[\d,]*(?:\.\d+)?")
 _URL = re.compile(r"https?://[^\s)\]>\"']+", re.I)
 _ABBREV = re.compile(r"\b(?:e\.g|i\.e|etc|vs|Mr|Mrs|Ms|Dr|St|No|U\.S|U\.K|approx|Inc|Ltd|Co|Jan|Feb|Mar|Apr|Jun|Jul|"
@@ -28,7 +27,7 @@ class Evidence:
     proxies: list[str] = field(default_factory=list)  # "most popular -> most GitHub stars", shown in the label
 
     def gap_ids(self) -> list[str]:
-        return [f"G{i}" for i in range(1, len(self.gaps) + 1)]
+        return [gap_id(i) for i in range(1, len(self.gaps) + 1)]
 
 
 def body_of(markdown: str) -> str:
@@ -75,10 +74,11 @@ def _split(line: str) -> list[str]:
 
 
 def cited_ids(sentence: str) -> list[str]:
-    return [i for group in CITATION.findall(sentence) for i in _ID.findall(group)]
+    return [i for group in CITATION.findall(sentence) for i in CITED_ID.findall(group)]
 
 
-def _numbers(text: str) -> set[str]:
+def numbers_in(text: str) -> set[str]:
+    """The figures in `text`, normalised (no thousands separators, sign or trailing zeros) for comparison."""
     found = set()
     for n in _NUMBER.findall(text):
         n = n.replace(",", "").replace("−", "-").lstrip("-")
@@ -108,17 +108,17 @@ def check_report(markdown: str, evidence: Evidence) -> list[Problem]:
             continue
         allowed: set[str] = set()
         for i in ids:
-            if i.startswith("G"):
+            if i.startswith(GAP):
                 if i in gap_ids:
                     mentioned_gaps.add(i)
-                    allowed |= _numbers(gaps[i])  # restating the unanswered question is not a claim
+                    allowed |= numbers_in(gaps[i])  # restating the unanswered question is not a claim
                 else:
                     problem("unknown_citation", f"[{i}] is not a named gap.", sentence)
-            elif i.startswith("C"):
+            elif i.startswith(CALCULATION):
                 if i not in calcs:
                     problem("unknown_citation", f"[{i}] is not a recorded calculation.", sentence)
                 else:
-                    allowed |= _numbers(calcs[i].result) | _numbers(calcs[i].expression)
+                    allowed |= numbers_in(calcs[i].result) | numbers_in(calcs[i].expression)
             elif i not in findings:
                 problem("unknown_citation", f"[{i}] does not exist; cite only the findings you were given.", sentence)
             else:
@@ -126,19 +126,19 @@ def check_report(markdown: str, evidence: Evidence) -> list[Problem]:
                 if f.support == "unsupported":
                     problem("unverified_citation", f"[{i}] was judged unsupported by its quote; do not use it.",
                             sentence)
-                allowed |= _numbers(f.quote)
+                allowed |= numbers_in(f.quote)
                 src = sources.get(f.source)
                 if src and src.published:
-                    allowed |= _numbers(src.published)
+                    allowed |= numbers_in(src.published)
         claim_text = CITATION.sub(" ", _URL.sub(" ", sentence))
-        missing = sorted(_numbers(claim_text) - allowed, key=lambda n: (len(n), n))
+        missing = sorted(numbers_in(claim_text) - allowed, key=lambda n: (len(n), n))
         if missing:
             problem("number_not_in_quote",
                     f"The number(s) {', '.join(missing)} appear in no quote this sentence cites; "
                     "use only figures from the quotes (or a cited calculation).", sentence)
-    fetched = {normalise_url(u) for s in evidence.sources for u in (s.url, s.final_url)}
+    fetched = {url_key(u) for s in evidence.sources for u in (s.url, s.final_url)}
     for url in _URL.findall(body_of(markdown)):
-        if normalise_url(url.rstrip(".,;:")) not in fetched:
+        if url_key(url.rstrip(".,;:")) not in fetched:
             problem("unfetched_url", f"{url} was not fetched in this run; remove it.", url)
     for gid, gap in zip(evidence.gap_ids(), evidence.gaps):
         if gid not in mentioned_gaps:

@@ -8,7 +8,7 @@ from pipeline.core.schema import Conflict, Finding, Source
 
 _FIGURE = re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?(?:%|percent|per ?cent)|\d[\d,]*(?:\.\d+)?")
 _WORD = re.compile(r"[a-z]{3,}")
-_STOP = frozenset("the and for with that this from are was were has have its per into than about which".split())
+_STOP = frozenset(["the", "and", "for", "with", "that", "this", "from", "are", "was", "were", "has", "have", "its", "per", "into", "than", "about", "which"])
 SIMILARITY = 0.5
 
 

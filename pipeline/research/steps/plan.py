@@ -10,12 +10,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel, Field
 
-from pipeline.research.steps import tags
 from pipeline.core.budget import Phase
-from pipeline.research.context import RunContext
-from pipeline.models.anthropic import LLMError
-from pipeline.research.prompts import load
+from pipeline.core.event_types import StepEvent
+from pipeline.core.ids import SUB_QUESTION
 from pipeline.core.schema import Plan, RunOptions, SubQuestion
+from pipeline.models.base import LLMError
+from pipeline.research.context import RunContext
+from pipeline.research.prompts import load
+from pipeline.research.steps import tags
 
 MAX_QUERIES = 3
 PLAN_TOKENS = 3000
@@ -49,13 +51,14 @@ class PlanScore(BaseModel):
 
 def fallback_plan(question: str) -> Plan:
     """The plan used when no usable plan came back: research the question itself."""
-    return Plan(sub_questions=[SubQuestion(id="Q1", question=question, queries=[question])], fallback=True)
+    return Plan(sub_questions=[SubQuestion(id=f"{SUB_QUESTION}1", question=question, queries=[question])],
+                fallback=True)
 
 
 def make_plan(question: str, ctx: RunContext, options: RunOptions) -> Plan:
     """The research plan for `question`: Q1..Qn, at most max_sub_questions, or the fallback plan."""
     n = options.plan_candidates
-    ctx.events.emit("step", {"name": STEP, "status": "started", "candidates": n})
+    ctx.events.emit(StepEvent(name=STEP, status="started", candidates=n))
     drafts, errors = _drafts(question, ctx, options.max_sub_questions, n)
     normalised = [(d.premise_analysis, normalise(d, options.max_sub_questions)) for d in drafts]
     usable = [(why, plan) for why, plan in normalised if plan is not None]
@@ -69,11 +72,10 @@ def make_plan(question: str, ctx: RunContext, options: RunOptions) -> Plan:
         shown = [as_draft(why, p) for why, p in usable]
         best, scores = _best(question, shown, ctx)
         plan = usable[best][1]
-    ctx.events.emit("step", {
-        "name": STEP, "status": "finished", "fallback": plan.fallback, "sub_questions": len(plan.sub_questions),
-        "not_researched": len(plan.not_researched), "drafts": len(usable), "scores": scores,
-        "errors": errors,
-    })
+    ctx.events.emit(StepEvent(
+        name=STEP, status="finished", fallback=plan.fallback, sub_questions=len(plan.sub_questions),
+        not_researched=len(plan.not_researched), drafts=len(usable), scores=scores, errors=errors,
+    ))
     return plan
 
 
@@ -88,7 +90,7 @@ def normalise(draft: PlanDraft, limit: int) -> Plan | None:
     for i, sq in enumerate(kept[:limit], start=1):
         text = _clean(sq.question)
         subs.append(SubQuestion(
-            id=f"Q{i}", question=text, success_criterion=_clean(sq.success_criterion),
+            id=f"{SUB_QUESTION}{i}", question=text, success_criterion=_clean(sq.success_criterion),
             proxy=_clean(sq.proxy or "") or None, queries=_queries(sq.queries) or [text],
             is_premise_check=sq.is_premise_check,
         ))

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from pipeline.core.budget import Phase
-from pipeline.research.context import RunContext
+from pipeline.core.event_types import StepEvent
 from pipeline.core.schema import FetchResult, Plan, RunOptions, SearchResult, SubQuestion
-from pipeline.core.urls import normalise_url
+from pipeline.core.urls import normalise_url, url_key
+from pipeline.research.context import RunContext
 
 STEP = "research"
 MAX_FETCH_THREADS = 4
@@ -46,8 +47,7 @@ class _Progress:
 
 def research_fixed(plan: Plan, ctx: RunContext, options: RunOptions) -> dict[str, list[str]]:
     """Sub-question id -> ids of the sources fetched for it (best first); every sub-question has an entry."""
-    ctx.events.emit("step", {"name": STEP, "status": "started", "mode": "fixed",
-                             "sub_questions": len(plan.sub_questions)})
+    ctx.events.emit(StepEvent(name=STEP, status="started", mode="fixed", sub_questions=len(plan.sub_questions)))
     progress = {sq.id: _Progress(queue=rank(_search(sq, ctx, options))) for sq in plan.sub_questions}
     budget_stopped = _fetch_all(progress, ctx, options.pages_per_sub_question)
     out: dict[str, list[str]] = {}
@@ -58,8 +58,8 @@ def research_fixed(plan: Plan, ctx: RunContext, options: RunOptions) -> dict[str
             if sid not in ids:
                 ids.append(sid)
         out[sq.id] = ids
-    ctx.events.emit("step", {"name": STEP, "status": "finished", "mode": "fixed", "sources": out,
-                             "budget_stopped": budget_stopped})
+    ctx.events.emit(StepEvent(name=STEP, status="finished", mode="fixed", sources=out,
+                              budget_stopped=budget_stopped))
     return out
 
 
@@ -160,15 +160,8 @@ def _take(wave: list[tuple[str, Candidate]], progress: dict[str, _Progress], res
         p = progress[sq_id]
         if not page.ok or not page.text:
             continue
-        final = _key(page.final_url or page.url)
+        final = url_key(page.final_url or page.url)
         if final in p.keys:  # another URL of a page this sub-question already has
             continue
         p.pages.append(page)
         p.keys.update({c.key, final})
-
-
-def _key(url: str) -> str:
-    try:
-        return normalise_url(url)
-    except ValueError:
-        return url

@@ -7,14 +7,22 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from pipeline.research.steps import tags
 from pipeline.core.budget import Phase
-from pipeline.research.context import RunContext
-from pipeline.models.anthropic import LLMError
-from pipeline.research.prompts import load
+from pipeline.core.event_types import StepEvent
+from pipeline.core.ids import FINDING
 from pipeline.core.schema import Conflict, Problem
+from pipeline.models.base import LLMError
+from pipeline.research.context import RunContext
+from pipeline.research.prompts import load
+from pipeline.research.steps import tags
 from pipeline.research.steps.checks import Evidence, check_report, cited_ids, sentences
-from pipeline.research.steps.write import fallback_report, no_evidence_report, sources_section, usable_findings, write_report
+from pipeline.research.steps.write import (
+    fallback_report,
+    no_evidence_report,
+    sources_section,
+    usable_findings,
+    write_report,
+)
 
 JUDGE_MAX_TOKENS = 800
 JUDGE_THREADS = 4
@@ -38,7 +46,7 @@ class ReviewOutcome(BaseModel):
 
 
 def judge_message(sentence: str, evidence: Evidence) -> str | None:
-    """The sentence judge's user message (spec item 6), or None when the sentence cites no finding."""
+    """The sentence judge's user message, or None when the sentence cites no finding."""
     findings = {f.id: f for f in evidence.findings}
     calcs = {c.id: c for c in evidence.calculations}
     quotes = []
@@ -47,7 +55,7 @@ def judge_message(sentence: str, evidence: Evidence) -> str | None:
             quotes.append(f'<quote id="{i}">{tags.text(findings[i].quote)}</quote>')
         elif i in calcs:
             quotes.append(f'<quote id="{i}">{tags.text(f"{calcs[i].expression} = {calcs[i].result}")}</quote>')
-    if not any(i.startswith("F") and i in findings for i in cited_ids(sentence)):
+    if not any(i.startswith(FINDING) and i in findings for i in cited_ids(sentence)):
         return None
     return "\n".join([f"<sentence>{tags.text(sentence)}</sentence>", "<quotes>", *quotes, "</quotes>"])
 
@@ -93,37 +101,37 @@ def write_and_review(question: str, evidence: Evidence, conflicts: list[Conflict
                      rounds: int) -> ReviewOutcome:
     """Draft, review, and revise at most `rounds` times; the best draft is returned with what is still wrong."""
     if not usable_findings(evidence):
-        _step(ctx, "write", "started", round=0)
+        ctx.events.emit(StepEvent(name="write", status="started", round=0))
         body = no_evidence_report(question, evidence)
-        _step(ctx, "write", "finished", round=0, no_evidence=True)
+        ctx.events.emit(StepEvent(name="write", status="finished", round=0, no_evidence=True))
         return ReviewOutcome(markdown=_final(body, evidence), problems=check_report(body, evidence), rounds_used=0)
     cache: dict[str, Verdict] = {}
-    _step(ctx, "write", "started", round=0)
+    ctx.events.emit(StepEvent(name="write", status="started", round=0))
     try:
         body = write_report(question, evidence, conflicts, ctx)
     except LLMError as e:
         body = fallback_report(question, evidence)
-        _step(ctx, "write", "finished", round=0, fallback=True)
+        ctx.events.emit(StepEvent(name="write", status="finished", round=0, fallback=True))
         problems = [Problem(kind="writer_unavailable", step="write", message=(
             f"The writer model failed ({e.message}); this report only lists the verified findings and gaps."))]
         return ReviewOutcome(markdown=_final(body, evidence),
                              problems=problems + review(body, evidence, ctx, verdicts=cache), rounds_used=0)
-    _step(ctx, "write", "finished", round=0)
+    ctx.events.emit(StepEvent(name="write", status="finished", round=0))
     problems = _reviewed(body, evidence, ctx, cache, 0)
     best = (body, problems)
     used = 0
     while used < rounds and (fixable := [p for p in problems if p.kind not in UNFIXABLE]):
         used += 1
         ctx.stats.bump("review_rounds")
-        _step(ctx, "write", "started", round=used)
+        ctx.events.emit(StepEvent(name="write", status="started", round=used))
         try:
             body = write_report(question, evidence, conflicts, ctx, draft=body, problems=fixable)
         except LLMError as e:
-            _step(ctx, "write", "finished", round=used, failed=True)
+            ctx.events.emit(StepEvent(name="write", status="finished", round=used, failed=True))
             best = (best[0], [*best[1], Problem(kind="writer_unavailable", step="write", message=(
                 f"The revision could not be written ({e.message}); the problems above remain in the report."))])
             break
-        _step(ctx, "write", "finished", round=used)
+        ctx.events.emit(StepEvent(name="write", status="finished", round=used))
         problems = _reviewed(body, evidence, ctx, cache, used)
         if len(problems) <= len(best[1]):
             best = (body, problems)
@@ -132,16 +140,11 @@ def write_and_review(question: str, evidence: Evidence, conflicts: list[Conflict
 
 def _reviewed(body: str, evidence: Evidence, ctx: RunContext, cache: dict[str, Verdict],
               round_no: int) -> list[Problem]:
-    _step(ctx, "review", "started", round=round_no)
+    ctx.events.emit(StepEvent(name="review", status="started", round=round_no))
     problems = review(body, evidence, ctx, verdicts=cache)
-    _step(ctx, "review", "finished", round=round_no, problems=len(problems))
+    ctx.events.emit(StepEvent(name="review", status="finished", round=round_no, problems=len(problems)))
     return problems
 
 
 def _final(body: str, evidence: Evidence) -> str:
     return f"{body.rstrip()}\n\n{sources_section(body, evidence)}"
-
-
-def _step(ctx: RunContext, name: str, status: str, **extra: object) -> None:
-    ctx.events.emit("step", {"name": name, "status": status, **extra})
-

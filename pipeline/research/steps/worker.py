@@ -17,15 +17,16 @@ from __future__ import annotations
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from pipeline.research.steps import tags
 from pipeline.core.budget import Phase
-from pipeline.research.context import RunContext
-from pipeline.models.anthropic import EPHEMERAL, LLMError, ModelReply
-from pipeline.research.prompts import load
+from pipeline.core.event_types import StepEvent
 from pipeline.core.schema import Plan, Problem, RunOptions, SubQuestion
-from pipeline.research.tools.toolbox import TOOL_ORDER, TOOLS, Toolbox, ToolOutcome
+from pipeline.models.base import LLMError, ToolResult, ToolResults, Turn
+from pipeline.research.context import RunContext
+from pipeline.research.prompts import load
+from pipeline.research.steps import tags
+from pipeline.research.tools.toolbox import TOOL_ORDER, TOOLS, Toolbox
 
 MAX_TOKENS = 2_048
 # Control messages of the loop: short, fixed, and chosen by code, so they stay here beside the rules they enforce.
@@ -90,12 +91,12 @@ def research_tools(plan: Plan, ctx: RunContext, options: RunOptions) -> list[Pro
 
 def run_worker(sq: SubQuestion, ctx: RunContext, options: RunOptions, system: str | None = None) -> WorkerResult:
     """One sub-question's tool loop, with start and finish reported as step events."""
-    ctx.events.emit("step", {"name": "worker", "sub_question": sq.id, "status": "started"})
+    ctx.events.emit(StepEvent(name="worker", sub_question=sq.id, status="started"))
     result = _Loop(sq, ctx, options, system or load("worker")).run()
-    ctx.events.emit("step", {
-        "name": "worker", "sub_question": sq.id, "status": "finished", "steps": result.steps, "ended": result.ended,
-        "findings": sum(1 for f in ctx.notebook.findings() if f.sub_question == sq.id),
-    })
+    ctx.events.emit(StepEvent(
+        name="worker", sub_question=sq.id, status="finished", steps=result.steps, ended=result.ended,
+        findings=sum(1 for f in ctx.notebook.findings() if f.sub_question == sq.id),
+    ))
     return result
 
 
@@ -103,8 +104,7 @@ class _Loop:
     def __init__(self, sq: SubQuestion, ctx: RunContext, options: RunOptions, system: str):
         self.sq, self.ctx, self.options, self.system = sq, ctx, options, system
         self.box = Toolbox(ctx, sq, results=options.results_per_query)
-        self.messages: list[dict[str, Any]] = [
-            {"role": "user", "content": [{"type": "text", "text": first_message(sq)}]}]
+        self.turns: list[Turn] = [first_message(sq)]
         self.steps = 0
 
     def run(self) -> WorkerResult:
@@ -112,16 +112,16 @@ class _Loop:
         last: Ended | None = None  # set when the next turn is the final one, and why
         while True:
             try:
-                reply = self.ctx.llm.call(model=self.ctx.worker_model, system=self.system,
-                                          messages=_cache_marked(self.messages), max_tokens=MAX_TOKENS, tools=TOOLS,
-                                          phase=Phase.RESEARCH, purpose=f"worker:{self.sq.id}")
+                reply = self.ctx.llm.tool_turn(model=self.ctx.worker_model, system=self.system, turns=self.turns,
+                                               max_tokens=MAX_TOKENS, tools=TOOLS, phase=Phase.RESEARCH,
+                                               purpose=f"worker:{self.sq.id}")
             except LLMError as e:
                 if e.kind == "budget":
                     return self._end("budget")
                 message = f"The research worker for {self.sq.id} stopped: {e.message}"
                 return self._end("failed", Problem(kind="worker_failed", step="research", message=message))
             self.steps += 1
-            self.messages.append(_assistant_turn(reply))
+            self.turns.append(reply)
             outcomes = [self.box.run(use.name, use.input) for use in reply.tool_uses]
             if last is not None:
                 return self._end(last)  # the final turn's calls ran; nobody will read their results
@@ -141,35 +141,10 @@ class _Loop:
                 notes = [n for n in notes if n != NUDGE_PROSE] + [NOTE_WRAP_UP]
             if last is not None:
                 self.box.close_gathering()
-            self.messages.append(_user_turn(reply, outcomes, notes))
+            self.turns.append(ToolResults(
+                [ToolResult(use.id, outcome.text, outcome.is_error)
+                 for use, outcome in zip(reply.tool_uses, outcomes, strict=True)],  # one result per call, in order
+                "\n".join(notes) or None))
 
     def _end(self, ended: Ended, problem: Problem | None = None) -> WorkerResult:
         return WorkerResult(self.sq.id, self.steps, ended, problem)
-
-
-def _assistant_turn(reply: ModelReply) -> dict[str, Any]:
-    message = reply.as_message()
-    if not message["content"]:  # the API refuses an empty turn in the history
-        message = {**message, "content": [{"type": "text", "text": "(no reply)"}]}
-    return message
-
-
-def _user_turn(reply: ModelReply, outcomes: list[ToolOutcome], notes: list[str]) -> dict[str, Any]:
-    """Exactly one tool_result per tool_use, in order, then any notes from the loop."""
-    content: list[dict[str, Any]] = []
-    for use, outcome in zip(reply.tool_uses, outcomes, strict=True):
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use.id, "content": outcome.text}
-        if outcome.is_error:
-            block["is_error"] = True
-        content.append(block)
-    if notes:
-        content.append({"type": "text", "text": "\n".join(notes)})
-    return {"role": "user", "content": content}
-
-
-def _cache_marked(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy with one cache breakpoint on the last block of the newest turn (tools and system hold the others)."""
-    last = messages[-1]
-    blocks = list(last["content"])
-    blocks[-1] = {**blocks[-1], "cache_control": dict(EPHEMERAL)}
-    return [*messages[:-1], {**last, "content": blocks}]

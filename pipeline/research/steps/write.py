@@ -3,18 +3,18 @@ from __future__ import annotations
 
 import re
 
-from pipeline.research.steps import tags
 from pipeline.core.budget import Phase
-from pipeline.research.context import RunContext
-from pipeline.models.anthropic import LLMError
-from pipeline.research.prompts import load
+from pipeline.core.ids import CITATION, FINDING_ID
 from pipeline.core.schema import Conflict, Finding, Problem
-from pipeline.research.steps.checks import CITATION, Evidence, body_of
+from pipeline.models.base import LLMError
+from pipeline.research.context import RunContext
+from pipeline.research.prompts import load
+from pipeline.research.steps import tags
+from pipeline.research.steps.checks import Evidence, body_of
 
 LABEL = ("_Machine-assisted research report: every sentence cites a verbatim quote from a fetched source; "
          "check the sources before relying on it._")
 WRITER_MAX_TOKENS = 4000
-_ID = re.compile(r"F\d+")
 _FENCE = re.compile(r"^```[\w-]*\n(.*)\n```$", re.S)
 # Markdown that could turn untrusted text into a link, an image, an autolink, inline HTML or code.
 _MD_ACTIVE = re.compile(r"([\\\[\]()!<>`])")
@@ -37,7 +37,7 @@ def usable_findings(evidence: Evidence) -> list[Finding]:
 
 def writer_message(question: str, evidence: Evidence, conflicts: list[Conflict], *, draft: str | None = None,
                    problems: list[Problem] | None = None) -> str:
-    """The writer's user message in the fixed tag format (spec item 5)."""
+    """The writer's user message in the fixed tag format."""
     sources = {s.id: s for s in evidence.sources}
     parts = [f"<question>{tags.text(question)}</question>"]
     if evidence.proxies:
@@ -109,7 +109,7 @@ def cited_finding_ids(markdown_body: str) -> list[str]:
     """F ids in order of first citation in the body."""
     seen: dict[str, None] = {}
     for group in CITATION.findall(body_of(markdown_body)):
-        for fid in _ID.findall(group):
+        for fid in FINDING_ID.findall(group):
             seen.setdefault(fid, None)
     return list(seen)
 

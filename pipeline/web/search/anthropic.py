@@ -10,7 +10,8 @@ Results carry no readable snippet; the cited_text of the model's `web_search_res
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pipeline.core.schema import SearchResult
 from pipeline.web.search.base import SearchFailed, iso_date, plain

@@ -11,10 +11,11 @@ from __future__ import annotations
 import html
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import httpx
 from pydantic import BaseModel, ValidationError

@@ -7,8 +7,8 @@ Documented response used here: {"web": {"results": [{"title", "url", "descriptio
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import date
-from typing import Callable
 
 import httpx
 from pydantic import BaseModel, ConfigDict

@@ -1,80 +1,37 @@
 """Search providers behind one interface, chosen by RESEARCH_SEARCH_PROVIDER, and the budgeted SearchService.
 
-Providers (pipeline/web/providers/ and corpus.py): brave, tavily, searxng, anthropic (server-side web search
-tool, through llm.py), corpus (offline saved pages). Each `search(query, n, recency_days)` returns
-list[SearchResult] (title, url, snippet, published) or raises SearchFailed, after transient faults were retried
-in code (see providers/base.py). SearchService turns every remote fault, refusal and empty answer into a
-message for the model; it never raises for them.
+Providers (registry.py names them; one module each in this folder, and pipeline/web/corpus.py): brave, tavily,
+searxng, anthropic (server-side web search tool, through the model client), corpus (offline saved pages). Each
+`search(query, n, recency_days)` returns list[SearchResult] (title, url, snippet, published) or raises
+SearchFailed, after transient faults were retried in code (see base.py). SearchService turns every remote fault,
+refusal and empty answer into a message for the model; it never raises for them.
 """
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Protocol
 
-import httpx
 from pydantic import BaseModel
 
 from pipeline.core.budget import Budget, Phase
-from pipeline.config import ConfigError, Settings
+from pipeline.core.event_types import SearchEvent
 from pipeline.core.events import EventSink, NullSink
 from pipeline.core.schema import SearchResult
-from pipeline.replay.tape import NOT_RECORDED, Tape, charge_unit
-from pipeline.web.corpus import Corpus, CorpusSearch
+from pipeline.core.urls import url_key
+from pipeline.web.corpus import CorpusSearch
 from pipeline.web.search.anthropic import AnthropicWebSearch, parse_web_search_blocks
-from pipeline.web.search.base import SearchFailed, SearchProvider, Sleep, default_http_client
+from pipeline.web.search.base import SearchFailed, SearchProvider
 from pipeline.web.search.brave import BraveSearch
+from pipeline.web.search.registry import make_provider
 from pipeline.web.search.searxng import SearxngSearch
 from pipeline.web.search.tavily import TavilySearch
-from pipeline.core.urls import normalise_url
 
 __all__ = [
     "AnthropicWebSearch", "BraveSearch", "CorpusSearch", "SearchFailed", "SearchOutcome", "SearchProvider",
-    "SearchService", "SearxngSearch", "TavilySearch", "make_provider", "parse_web_search_blocks",
+    "Searcher", "SearchService", "SearxngSearch", "TavilySearch", "make_provider", "parse_web_search_blocks",
+    "search_event",
 ]
-
-
-def _anthropic_provider(settings: Settings) -> AnthropicWebSearch:
-    # Imported here: llm.py is the only module that imports the SDK, and other providers should not load it.
-    from pipeline.models.anthropic import LLM, LLMError
-    from pipeline.core.schema import BudgetLimits
-
-    llm = LLM(settings, Budget(BudgetLimits(), settings.price))
-    return AnthropicWebSearch(llm.server_web_search, errors=(LLMError,))
-
-
-def make_provider(settings: Settings, *, http: httpx.Client | None = None, sleep: Sleep = time.sleep,
-                  server_web_search: Callable[[str, int, int | None], list[dict[str, Any]]] | None = None,
-                  ) -> SearchProvider:
-    """The provider RESEARCH_SEARCH_PROVIDER names; ConfigError naming the variable when its key/URL is missing.
-
-    For `anthropic`, pass the run's `llm.server_web_search` so its searches count against the run's budget;
-    without it a separate LLM with default budget limits is made (the CLI's one-off search).
-    """
-    settings.require_search_access()
-    name = settings.search_provider
-    if name == "corpus":
-        return CorpusSearch(Corpus.open(settings.corpus_dir))
-    if name == "anthropic":
-        if server_web_search is not None:
-            from pipeline.models.anthropic import LLMError  # here, not at the top: only this provider needs the SDK loaded
-
-            return AnthropicWebSearch(server_web_search, errors=(LLMError,))
-        return _anthropic_provider(settings)
-    client = http or default_http_client()
-    if name == "brave":
-        assert settings.brave_api_key is not None
-        return BraveSearch(settings.brave_api_key.get_secret_value(), client, base_url=settings.search_base_url,
-                           sleep=sleep)
-    if name == "tavily":
-        assert settings.tavily_api_key is not None
-        return TavilySearch(settings.tavily_api_key.get_secret_value(), client, base_url=settings.search_base_url,
-                            sleep=sleep)
-    if name == "searxng":
-        base = settings.search_base_url or settings.searxng_url
-        assert base is not None
-        return SearxngSearch(base, client, sleep=sleep)
-    raise ConfigError(f"RESEARCH_SEARCH_PROVIDER={name} is not a known provider; use brave, tavily, searxng, "
-                      "anthropic or corpus.")
 
 
 class SearchOutcome(BaseModel):
@@ -95,30 +52,44 @@ def unique_results(results: list[SearchResult]) -> list[SearchResult]:
     seen: set[str] = set()
     kept = []
     for result in results:
-        try:
-            key = normalise_url(result.url)
-        except ValueError:
-            key = result.url
+        key = url_key(result.url)
         if key not in seen:
             seen.add(key)
             kept.append(result)
     return kept
 
 
-class SearchService:
-    """Budgeted, recorded searches: each costs one `searches` unit; remote faults become messages, never raises.
+class Searcher(Protocol):
+    """Searches for the steps and tools: each answer is a SearchOutcome, never an exception."""
 
-    With a `tape`, a search the recording holds is answered from it (and charged as it was); in a replay, one it
-    lacks is answered with a message, never sent.
-    """
+    @property
+    def provider_name(self) -> str: ...
+
+    def search(self, query: str, n: int = 10, recency_days: int | None = None,
+               phase: Phase = Phase.RESEARCH) -> SearchOutcome: ...
+
+
+def search_event(outcome: SearchOutcome, *, n: int, recency_days: int | None, phase: Phase, charged: bool,
+                 replayed: bool = False, not_recorded: bool = False) -> SearchEvent:
+    """The event reporting one search."""
+    return SearchEvent(query=outcome.query, provider=outcome.provider, n=n, recency_days=recency_days, phase=phase,
+                       count=len(outcome.results), message=outcome.message, results=list(outcome.results),
+                       charged=charged, replayed=replayed, not_recorded=not_recorded)
+
+
+class SearchService:
+    """Budgeted, recorded searches: each costs one `searches` unit; remote faults become messages, never raises."""
 
     def __init__(self, provider: SearchProvider, budget: Budget | None = None, events: EventSink | None = None,
-                 clock: Callable[[], float] = time.monotonic, *, tape: Tape | None = None):
+                 clock: Callable[[], float] = time.monotonic):
         self._provider = provider
         self._budget = budget
         self._events = events or NullSink()
         self._clock = clock
-        self._tape = tape
+
+    @property
+    def provider_name(self) -> str:
+        return self._provider.name
 
     def search(self, query: str, n: int = 10, recency_days: int | None = None,
                phase: Phase = Phase.RESEARCH) -> SearchOutcome:
@@ -126,16 +97,8 @@ class SearchService:
         query = " ".join(query.split())
         outcome = SearchOutcome(query=query, provider=self._provider.name)
         started = self._clock()
-        charged, extra = False, {}
-        recorded = self._tape.search(query, n, recency_days, self._provider.name) if self._tape and query else None
-        if recorded is not None:
-            charged = recorded.charged and charge_unit(self._budget, "searches")
-            outcome.results, outcome.message, extra = list(recorded.results), recorded.message, {"replayed": True}
-        elif self._tape is not None and self._tape.web_offline and query and self._provider.name != "anthropic":
-            outcome.message = (f"SEARCH_FAILED: the recording has no search for {query!r}; "
-                               "work with the searches already made.")
-            extra = {NOT_RECORDED: True}
-        elif not query:
+        charged = False
+        if not query:
             outcome.message = "SEARCH_REFUSED: the query is empty; write a few keywords."
         elif self._budget is not None and (refusal := self._budget.spend("searches", phase)) is not None:
             outcome.message = refusal.message
@@ -147,9 +110,6 @@ class SearchService:
                     outcome.message = f"NO_RESULTS: the search returned nothing for {query!r}; try different words."
             except SearchFailed as e:
                 outcome.message = str(e)
-        self._events.emit("search", {
-            "query": query, "provider": outcome.provider, "n": n, "recency_days": recency_days,
-            "phase": phase.value, "count": len(outcome.results), "message": outcome.message,
-            "results": [r.model_dump() for r in outcome.results], "charged": charged, **extra,
-        }, ms=(self._clock() - started) * 1000)
+        self._events.emit(search_event(outcome, n=n, recency_days=recency_days, phase=phase, charged=charged),
+                          ms=(self._clock() - started) * 1000)
         return outcome

@@ -1,0 +1,121 @@
+"""What the steps call on a model, whatever the provider: the ModelClient protocol and its provider-neutral types.
+
+A model client makes budgeted, recorded calls and never lets a provider's exception out: a failure is an LLMError
+whose message says what to do. Below it, a ModelTransport sends one request body and returns the answer; replay
+serves recorded answers by wrapping the transport, so the turn logic above it is the same live and replayed.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from pipeline.core.budget import Phase
+from pipeline.core.event_types import ModelErrorKind
+from pipeline.core.schema import Usage
+
+T = TypeVar("T", bound=BaseModel)
+ErrorKind = ModelErrorKind
+
+
+class LLMError(Exception):
+    """A model call failed in a way the caller must handle; str() is one clear line with the fix, never a key.
+
+    `replayed` marks a failure served from a recording rather than met now.
+    """
+
+    def __init__(self, kind: ErrorKind, message: str, *, replayed: bool = False):
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.message = message
+        self.replayed = replayed
+
+
+class ToolUse(BaseModel):
+    """One tool call the model asked for."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+class ModelReply(BaseModel):
+    """One assistant turn (pause_turn continuations merged); `usage` is this turn's only, with cost.
+
+    `content` is the turn in the provider's own blocks, which a conversation sends back as they came.
+    """
+
+    model: str
+    stop_reason: str | None
+    content: list[dict[str, Any]]
+    text: str
+    tool_uses: list[ToolUse]
+    usage: Usage
+    request_id: str | None = None
+
+    def as_message(self) -> dict[str, Any]:
+        """This turn as an assistant message, to append to the history of a tool loop."""
+        return {"role": "assistant", "content": self.content}
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What one tool call returned, for the model."""
+
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class ToolResults:
+    """The user turn after a tool-calling reply: one result per tool use, in order, then an optional note."""
+
+    results: Sequence[ToolResult]
+    note: str | None = None
+
+
+# One turn of a tool-calling conversation: a user message, an assistant reply, or the results of its tool calls.
+Turn = str | ModelReply | ToolResults
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One answered request: the provider's response body, its usage (with cost) and the provider's request id."""
+
+    data: dict[str, Any]
+    usage: Usage
+    request_id: str | None = None
+
+
+class ModelTransport(Protocol):
+    """Sends one request body: charged to the budget and reported as events; raises LLMError (not yet reported)."""
+
+    def send(self, body: dict[str, Any], phase: Phase, purpose: str) -> Exchange: ...
+
+
+class ModelClient(Protocol):
+    """The model calls the steps make. `purpose` names the call's stream (planner:0, worker:Q1, writer, ...)."""
+
+    def call(self, *, model: str, system: str, messages: list[dict[str, Any]], max_tokens: int,
+             tools: Sequence[dict[str, Any]] | None = None, tool_choice: dict[str, Any] | None = None,
+             phase: Phase = Phase.RESEARCH, purpose: str) -> ModelReply:
+        """One assistant turn after `messages` ({"role", "content"} dicts with text content)."""
+        ...
+
+    def structured(self, *, model: str, system: str, messages: list[dict[str, Any]] | str, output: type[T],
+                   max_tokens: int, phase: Phase = Phase.RESEARCH, purpose: str) -> T:
+        """A reply validated into `output`, with one repair retry."""
+        ...
+
+    def tool_turn(self, *, model: str, system: str, turns: Sequence[Turn], tools: Sequence[dict[str, Any]],
+                  max_tokens: int, phase: Phase = Phase.RESEARCH, purpose: str) -> ModelReply:
+        """The next assistant turn of a tool-calling conversation; the conversation so far is cached."""
+        ...
+
+    def server_web_search(self, query: str, max_results: int, recency_days: int | None = None, *,
+                          phase: Phase = Phase.RESEARCH) -> list[dict[str, Any]]:
+        """The provider's own blocks of one turn using its server-side web search (one search at most)."""
+        ...

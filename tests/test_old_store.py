@@ -1,0 +1,114 @@
+"""A run store written before the layered layout (commit d5c01fb, see tests/fixtures/stores/make_before_layout.py)
+replays offline with today's code to the recorded RunResult; every stored event parses into its typed event and
+back into the same JSON, and today's code writes payloads with the same keys, in the same order."""
+from __future__ import annotations
+
+import shutil
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.cli.main import main
+from pipeline.cli.store_commands import compare_results
+from pipeline.config import Settings
+from pipeline.core.event_types import EVENT_TYPES
+from pipeline.core.schema import RunOptions, RunResult
+from pipeline.replay.tape import TAPE_KINDS, Tape, TapeMode
+from pipeline.research.orchestrator import research
+from pipeline.store.sqlite import SqliteRunStore
+from tests.fakes.anthropic_api import FakeAnthropic, reply_web_search
+from tests.fakes.research_brain import ResearchBrain
+from tests.fakes.web_server import WebServer
+from tests.test_e2e import VECTOR_PAGES
+from tests.test_replay import KEY, THREE_PARTS, Fakes
+
+FIXTURE = Path(__file__).parent / "fixtures" / "stores" / "before-layout.sqlite"
+
+
+@pytest.fixture()
+def db(tmp_path: Path) -> Path:
+    copy = tmp_path / "runs.sqlite"
+    shutil.copyfile(FIXTURE, copy)
+    return copy
+
+
+def _runs(db: Path) -> list[tuple[str, str]]:
+    with SqliteRunStore(db) as store:
+        return sorted((r.id, r.mode) for r in store.runs(limit=10))
+
+
+def test_the_fixture_holds_a_fixed_and_two_tools_runs(db: Path) -> None:
+    assert sorted(mode for _, mode in _runs(db)) == ["fixed", "tools", "tools"]
+
+
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_a_run_recorded_before_the_layout_replays_to_the_recorded_result(
+        db: Path, tmp_path: Path, index: int, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    run_id, _ = _runs(db)[index]
+    monkeypatch.setenv("RESEARCH_DB", str(db))
+    out = tmp_path / "replay.json"
+    assert main(["replay", run_id, "--json", str(out), "--quiet"]) == 0
+    replayed = RunResult.model_validate_json(out.read_text())
+    with SqliteRunStore(db) as store:
+        original = store.result(run_id)
+        assert original is not None
+        assert compare_results(original, replayed) == []
+        assert replayed.report.markdown == original.report.markdown and replayed.findings == original.findings
+        replay_events = store.events(replayed.run_id)
+    err = capsys.readouterr().err
+    assert "matches the recorded result" in err and "were not in the recording" not in err
+    assert not [e for e in replay_events if e.payload.get("not_recorded")]
+
+
+def test_every_stored_event_parses_into_its_typed_event_and_back_into_the_same_json(db: Path) -> None:
+    with SqliteRunStore(db) as store:
+        for run_id, _ in _runs(db):
+            stored = store.events(run_id)
+            assert stored
+            for row in stored:
+                event = row.event()
+                assert type(event) is EVENT_TYPES[row.kind] and event.kind == row.kind
+                assert list(event.payload().items()) == list(row.payload.items())  # same keys, same order
+            tape = Tape.from_store(store, run_id, TapeMode.REPLAY)
+            on_tape = [row for row in stored if row.kind in TAPE_KINDS]
+            assert [e.kind for e in tape.events] == [row.kind for row in on_tape]
+            assert all(type(e) is EVENT_TYPES[e.kind] for e in tape.events)
+
+
+def _shapes(db: Path) -> dict[str, set[tuple[Any, ...]]]:
+    """Per event kind, the key sequences of its payloads (steps and assignments told apart by what they report)."""
+    shapes: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
+    with SqliteRunStore(db) as store:
+        for run_id, _ in _runs(db):
+            for row in store.events(run_id):
+                p = row.payload
+                tag = ((p.get("name"), p.get("part"), p.get("status")) if row.kind == "step"
+                       else (p.get("what"),) if row.kind == "assigned" else ())
+                shapes[row.kind].add((*tag, *p))
+    return shapes
+
+
+def test_todays_code_writes_the_same_payload_keys_as_the_code_before_the_layout(db: Path, tmp_path: Path) -> None:
+    """The recipe of make_before_layout.py, run with today's code and fakes."""
+    today = tmp_path / "today.sqlite"
+    fakes = Fakes()
+    fakes.brain.plans["three parts"] = THREE_PARTS
+    try:
+        with SqliteRunStore(today) as store:
+            for mode in ("fixed", "tools"):
+                fakes.record(store, "Qdrant Cloud pricing in three parts", mode)
+    finally:
+        fakes.close()
+    with WebServer({"/qdrant": VECTOR_PAGES["/qdrant"]}) as web, FakeAnthropic(ResearchBrain()) as model:
+        hit = {"url": web.url("/qdrant"), "title": "Qdrant pricing", "snippet": "Qdrant Cloud pricing starts at 25."}
+        model.rule(lambda r: r.has_tool("web_search") and not r.has_tool("record_finding"),
+                   lambda r: reply_web_search("q", [hit]))
+        settings = Settings(anthropic_api_key=KEY, anthropic_base_url=model.base_url, search_provider="anthropic",
+                            fetch_allow_raw=web.host_port, model_max_retries=0, db_path=str(today))
+        with SqliteRunStore(today) as store:
+            research("What does Qdrant Cloud pricing start at?", settings, options=RunOptions(mode="tools"),
+                     store=store)
+    assert _shapes(today) == _shapes(db)
