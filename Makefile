@@ -17,15 +17,19 @@ $(STAMP): requirements.lock pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/streamlit run app.py
 
+# Lint, types, then the tests: a lint finding or a type error fails like a failing test.
 test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(PY) -m pytest
 
 bench: $(STAMP)
-	$(PY) benchmarks/quotes_bench.py
-	$(PY) benchmarks/extraction_bench.py
-	$(PY) benchmarks/pipeline_bench.py
-	$(PY) benchmarks/store_bench.py
-	$(PY) benchmarks/app_bench.py
+	$(PY) benchmarks/perf/quotes_bench.py
+	$(PY) benchmarks/perf/extraction_bench.py
+	$(PY) benchmarks/perf/pipeline_bench.py
+	$(PY) benchmarks/perf/store_bench.py
+	$(PY) benchmarks/perf/app_bench.py
+	$(PY) benchmarks/perf/extractive_bench.py
 
 # Re-pin every dependency after changing pyproject.toml.
 lock:

@@ -46,7 +46,8 @@ Proposals = Callable[[str, str], list[dict[str, Any]]]
 
 
 def brain(propose: Proposals) -> Callable[[MessagesRequest], FakeReply]:
-    """Analyst: `propose(sub-question id, page text)`; judge: unsupported when a claim's figures are not in its quote."""
+    """Analyst: `propose(sub-question id, page text)`; judge: unsupported when a claim's figures are not in its
+    quote."""
 
     def answer(req: MessagesRequest) -> FakeReply:
         text = req.last_user_text

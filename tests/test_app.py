@@ -1,7 +1,8 @@
-"""The Streamlit app through AppTest: every page, the access-code gate, and live runs against the local fakes."""
+"""The Streamlit app through AppTest: every page, the access-code gate, live runs against the local fakes, and
+extractive runs (no model) on a server with no model key."""
 from __future__ import annotations
 
-import os
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -16,6 +17,7 @@ from pipeline.core.schema import Finding, Plan, Problem, Report, RunOptions, Run
 from pipeline.store.files import save_run_file
 from pipeline.store.sqlite import SqliteRunStore
 from pipeline.store.timeline import load_timeline
+from pipeline.web.corpus import CorpusPage, build_corpus
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
@@ -23,8 +25,9 @@ from tests.fakes.secret_manager import FakeSecretManager
 from tests.fakes.web_server import Route, WebServer
 from ui.components import report_path
 from ui.config import AppConfig
+from ui.jobs import MODES, ProgressSink
 from ui.ledger import SpendLedger
-from ui.library import RunLibrary, load_saved_runs
+from ui.library import RunLibrary, is_extractive, load_saved_runs, mode_label, models_label, run_header, summarise
 
 ROOT = Path(__file__).resolve().parents[1]
 APP_VARS = ["RESEARCH_BENCHMARK_DIR", "ACCESS_CODE", "ACCESS_CODE_SECRET", "RESEARCH_SECRET_MANAGER_URL",
@@ -34,6 +37,8 @@ APP_VARS = ["RESEARCH_BENCHMARK_DIR", "ACCESS_CODE", "ACCESS_CODE_SECRET", "RESE
 QUOTE = "Qdrant Cloud pricing starts at 25 dollars per month for the smallest cluster."
 QUESTION = "What does Qdrant Cloud pricing start at?"
 CODE = "open-sesame-42"
+NO_KEY_SENTENCE = ("No model key is configured on this server, so only the extractive mode — no model, sentences "
+                   "selected by code — can run")
 
 
 def make_run(run_id: str, *, mode: str = "fixed", cost: float = 0.01, problems: int = 0,
@@ -275,9 +280,8 @@ def test_wrong_codes_lock_the_visitor_out_until_the_window_passes(env: Path,
 def test_the_right_code_unlocks_this_session_only(live: ResearchBrain) -> None:
     at = unlock(page("live"), CODE)
     assert not at.exception and at.session_state["live_unlocked"] is True
-    assert at.radio(key="mode").options == ["fixed: code runs the planned searches (cheaper, predictable)",
-                                           "tools: a model worker per sub-question searches and reads "
-                                           "(more thorough)"]
+    assert at.radio(key="mode").options == [MODES["fixed"], MODES["tools"], MODES["extractive"]]
+    assert at.radio(key="mode").value == "fixed" and NO_KEY_SENTENCE not in texts(at, "info")
     assert "access_code" not in str(dict(at.query_params)) and not at.query_params
     assert page("live").text_input(key="access_code") is not None  # another session is still locked
 
@@ -317,7 +321,7 @@ def test_without_a_proxy_the_forwarded_header_is_not_trusted(env: Path, monkeypa
     assert AppConfig().trusted_proxies == 2
 
 
-# -- live runs against the fakes ----------------------------------------------------------------------------------------
+# -- live runs against the fakes ---------------------------------------------------------------------------------------
 
 @pytest.fixture()
 def live(env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ResearchBrain]:
@@ -425,11 +429,141 @@ def test_the_access_code_is_not_scrubbed_out_of_stored_evidence(live: ResearchBr
     assert stored is not None and QUOTE in [f.quote for f in stored.findings]
 
 
-def test_missing_keys_keep_the_form_closed(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+# -- extractive runs: no model key ----------------------------------------------------------------------------------
+
+def qdrant_corpus(folder: Path) -> Path:
+    """A one-page frozen web whose page answers QUESTION with QUOTE."""
+    build_corpus([CorpusPage(url="https://qdrant.example/pricing", title="Qdrant pricing", published="2025-01-15",
+                             body=("<html><head><title>Qdrant pricing</title></head><body><article><h1>Qdrant pricing"
+                                   "</h1><p>Qdrant is an open-source vector database written in Rust.</p>"
+                                   f"<p>{QUOTE}</p></article></body></html>").encode())], folder)
+    return folder
+
+
+@pytest.fixture()
+def no_key(env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The access code set, no ANTHROPIC_API_KEY (conftest removes it), and a small frozen web to search."""
     monkeypatch.setenv("ACCESS_CODE", CODE)
+    monkeypatch.setenv("RESEARCH_SEARCH_PROVIDER", "corpus")
+    monkeypatch.setenv("RESEARCH_CORPUS_DIR", str(qdrant_corpus(env / "corpus")))
+    return env
+
+
+def live_runs(env: Path) -> list[Path]:
+    return [p for p in (env / "state" / "live").glob("*.json") if not p.name.endswith(".timeline.json")]
+
+
+def test_without_a_model_key_only_extractive_is_offered_and_the_page_says_why(no_key: Path) -> None:
     at = unlock(page("live"), CODE)
-    assert "ANTHROPIC_API_KEY" in texts(at, "error") and not at.text_area
-    assert os.environ.get("ANTHROPIC_API_KEY") is None
+    assert not at.exception and not at.error
+    assert at.radio(key="mode").options == [MODES["extractive"]] and at.radio(key="mode").value == "extractive"
+    assert NO_KEY_SENTENCE in texts(at, "info") and "ANTHROPIC_API_KEY" in texts(at, "info")
+    assert at.text_area(key="question") is not None
+    assert at.selectbox(key="preset").options == ["Quick (8 searches, 10 fetches, $0)",
+                                                  "Standard (16 searches, 20 fetches, $0)",
+                                                  "Thorough (30 searches, 40 fetches, $0)"]
+
+
+def test_extractive_runs_still_need_the_access_code(no_key: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page("live")
+    assert not at.exception and at.text_input(key="access_code") is not None
+    assert not at.text_area and not at.radio and [b.label for b in at.button] == ["Unlock"]
+    at = unlock(at, "not-the-code-42")
+    assert "That code is not right" in texts(at, "error") and not at.text_area and not at.radio
+    monkeypatch.delenv("ACCESS_CODE")  # no code on the server: live runs are off, even those that cost nothing
+    at = page("live")
+    assert "Live runs are off" in texts(at, "warning") and not at.text_input and not at.text_area and not at.radio
+    assert not (no_key / "state" / "live").exists()
+
+
+def test_an_extractive_run_with_no_key_shows_progress_then_opens_its_report(no_key: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    held, release = threading.Event(), threading.Event()
+    emit = ProgressSink.emit
+
+    def held_emit(self: ProgressSink, event: object, **kw: float) -> None:
+        emit(self, event, **kw)  # type: ignore[arg-type]
+        if isinstance(event, FetchEvent):  # hold the run after its page is read, so the page shows it in flight
+            held.set()
+            assert release.wait(30)
+
+    monkeypatch.setattr(ProgressSink, "emit", held_emit)
+    at = ask(unlock(page("live"), CODE), mode="extractive")
+    assert not at.exception and "Running" in texts(at, "subheader")
+    assert held.wait(30)
+    at.run()
+    assert "Running" in texts(at, "subheader")
+    assert "extractive (no model)" in texts(at, "markdown")
+    bars = " ".join(p.proto.text for p in at.get("progress"))
+    assert "Searches: 3 of 8" in bars and "Fetches: 1 of 10" in bars
+    assert "Model calls" not in bars and "Cost" not in bars and "no model calls and no cost" in texts(at, "caption")
+    assert "fetch: https://qdrant.example/pricing (ok)" in " ".join(c.value for c in at.code)
+    release.set()
+    at = wait_done(at)
+    assert not at.exception and "Finished: complete, 1 finding, no model, $0." in texts(at, "success")
+    assert QUOTE in at.html[0].value and 'data-cite="F1"' in at.html[0].value
+    assert "Extractive · no model" in texts(at, "caption")
+    (run_file,) = live_runs(no_key)
+    report = page("report", run=run_file.stem)
+    assert not report.exception and "Extractive · no model" in texts(report, "caption")
+    assert 'data-cite="F1"' in report.html[0].value and QUOTE in report.html[0].value
+    assert list(report.dataframe[0].value.quote) == [QUOTE]  # the verified findings
+    assert "search" in set(report.dataframe[-1].value.kind)  # the timeline of the live run
+    assert SpendLedger(no_key / "state" / "app.sqlite").today() == 0.0
+
+
+def test_on_a_fresh_clone_an_extractive_run_searches_the_shipped_news_corpus(env: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACCESS_CODE", CODE)  # and nothing else: no key, no search provider, no corpus setting
+    at = unlock(page("live"), CODE)
+    assert at.radio(key="mode").options == [MODES["extractive"]] and NO_KEY_SENTENCE in texts(at, "info")
+    at = wait_done(ask(at, "How many school districts closed because of the Indiana teachers' rally?",
+                       mode="extractive"))
+    assert not at.exception and "Finished: complete" in texts(at, "success")
+    assert "Nearly 300 school districts closed because of the rally" in at.html[0].value
+
+
+# -- saved extractive runs ------------------------------------------------------------------------------------------
+
+def extractive_run(run_id: str) -> RunResult:
+    return make_run(run_id, mode="extractive", cost=0.0).model_copy(
+        update={"models": {"lead": "none", "worker": "none"}, "usage": Usage()})
+
+
+def test_extractive_runs_are_labelled_no_model_without_streamlit() -> None:
+    rr = extractive_run("x1")
+    assert summarise(rr, file="x1.json", suite="default").models == "no model"
+    assert models_label(rr.mode, rr.models) == "no model" and run_header(rr) == "Extractive · no model"
+    assert is_extractive("fixed", {"lead": "none", "worker": "none"})  # "none" recorded for every model
+    assert mode_label("extractive") == "extractive (no model)" and mode_label("tools") == "tools"
+    fixed = make_run("f1")
+    assert models_label(fixed.mode, fixed.models) == "claude-sonnet-5-5 / claude-haiku-5-5"
+    assert run_header(fixed) == "fixed mode · claude-sonnet-5-5 / claude-haiku-5-5"
+
+
+def test_benchmarks_and_report_pages_show_no_model_for_an_extractive_run(env: Path) -> None:
+    save_run_file(env / "bench", extractive_run("x1"))
+    save_run_file(env / "bench", make_run("f1"))
+    at = page("benchmarks")
+    assert not at.exception
+    table = at.dataframe[0].value.set_index("report")
+    assert table.loc["/report?run=x1", "models"] == "no model" and table.loc["/report?run=x1", "mode"] == "extractive"
+    assert table.loc["/report?run=f1", "models"] == "claude-sonnet-5-5 / claude-haiku-5-5"
+    assert "no model" in at.multiselect[2].options and "none / none" not in at.multiselect[2].options
+    assert any("(extractive (no model), x1)" in o for o in at.selectbox[0].options)
+    assert set(at.dataframe[1].value["mode"]) == {"extractive (no model)", "fixed"}
+    at.multiselect[2].set_value(["no model"]).run()
+    assert list(at.dataframe[0].value.report) == ["/report?run=x1"]
+    report = page("report", run="x1")
+    assert not report.exception
+    header = texts(report, "caption")
+    assert "Extractive · no model" in header and "none" not in header.replace("no model", "")
+    assert "no model wrote or judged anything" in texts(report, "info") and "checked by a model" not in texts(
+        report, "info")
+    assert ("Cost", "$0") in [(m.label, m.value) for m in report.metric]
+    assert QUOTE in report.html[0].value
+    chooser = page("report", run="missing")
+    assert any("(extractive (no model)," in o for o in chooser.selectbox[0].options)
 
 
 def test_md_text_leaves_no_markdown_syntax_or_autolink() -> None:

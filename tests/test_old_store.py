@@ -12,17 +12,11 @@ import pytest
 
 from pipeline.cli.main import main
 from pipeline.cli.store_commands import compare_results
-from pipeline.config import Settings
 from pipeline.core.event_types import EVENT_TYPES
-from pipeline.core.schema import RunOptions, RunResult
+from pipeline.core.schema import RunResult
 from pipeline.replay.tape import TAPE_KINDS, Tape, TapeMode
-from pipeline.research.orchestrator import research
 from pipeline.store.sqlite import SqliteRunStore
-from tests.fakes.anthropic_api import FakeAnthropic, reply_web_search
-from tests.fakes.research_brain import ResearchBrain
-from tests.fakes.web_server import WebServer
-from tests.test_e2e import VECTOR_PAGES
-from tests.test_replay import KEY, THREE_PARTS, Fakes
+from tests.test_replay import THREE_PARTS, Fakes, record_with_anthropic_search
 
 FIXTURE = Path(__file__).parent / "fixtures" / "stores" / "before-layout.sqlite"
 
@@ -102,13 +96,5 @@ def test_todays_code_writes_the_same_payload_keys_as_the_code_before_the_layout(
                 fakes.record(store, "Qdrant Cloud pricing in three parts", mode)
     finally:
         fakes.close()
-    with WebServer({"/qdrant": VECTOR_PAGES["/qdrant"]}) as web, FakeAnthropic(ResearchBrain()) as model:
-        hit = {"url": web.url("/qdrant"), "title": "Qdrant pricing", "snippet": "Qdrant Cloud pricing starts at 25."}
-        model.rule(lambda r: r.has_tool("web_search") and not r.has_tool("record_finding"),
-                   lambda r: reply_web_search("q", [hit]))
-        settings = Settings(anthropic_api_key=KEY, anthropic_base_url=model.base_url, search_provider="anthropic",
-                            fetch_allow_raw=web.host_port, model_max_retries=0, db_path=str(today))
-        with SqliteRunStore(today) as store:
-            research("What does Qdrant Cloud pricing start at?", settings, options=RunOptions(mode="tools"),
-                     store=store)
+    record_with_anthropic_search(today)
     assert _shapes(today) == _shapes(db)

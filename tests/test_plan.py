@@ -66,7 +66,8 @@ def test_plan_has_proxy_premise_check_first_and_clean_queries() -> None:
     # The request: lead model, static system prompt, the fixed user format, a strict output schema.
     assert req.model == ctx.lead_model
     assert req.system_text == load("planner")
-    assert req.last_user_text == f"<question>{html.escape(QUESTION, quote=False)}</question>\n<max_sub_questions>4</max_sub_questions>"
+    assert req.last_user_text == (f"<question>{html.escape(QUESTION, quote=False)}</question>\n"
+                                  "<max_sub_questions>4</max_sub_questions>")
     assert req.output_schema is not None and req.output_schema["additionalProperties"] is False
     steps = [e.payload for e in ctx.events.of("step")]  # type: ignore[attr-defined]
     assert [(s["name"], s["status"]) for s in steps] == [("plan", "started"), ("plan", "finished")]

@@ -68,6 +68,21 @@ class Fakes:
         self._stack.close()
 
 
+def record_with_anthropic_search(db: Path) -> tuple[RunResult, FakeAnthropic]:
+    """One tools-mode run recorded in `db` whose searches are Anthropic's server-side web search (model calls); its
+    result and the fake model, shut down but still holding the requests it received."""
+    with WebServer({"/qdrant": VECTOR_PAGES["/qdrant"]}) as web, FakeAnthropic(ResearchBrain()) as model:
+        hit = {"url": web.url("/qdrant"), "title": "Qdrant pricing", "snippet": "Qdrant Cloud pricing starts at 25."}
+        model.rule(lambda r: r.has_tool("web_search") and not r.has_tool("record_finding"),
+                   lambda r: reply_web_search("q", [hit]))
+        settings = Settings(anthropic_api_key=KEY, anthropic_base_url=model.base_url, search_provider="anthropic",
+                            fetch_allow_raw=web.host_port, model_max_retries=0, db_path=str(db))
+        with SqliteRunStore(db) as store:
+            result = research("What does Qdrant Cloud pricing start at?", settings, options=RunOptions(mode="tools"),
+                              store=store)
+    return result, model
+
+
 @pytest.fixture()
 def fakes() -> Iterator[Fakes]:
     f = Fakes()
@@ -235,16 +250,8 @@ def test_replay_of_a_run_searching_through_anthropic_charges_its_search_calls(tm
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Anthropic's server-side search is a model call: a replay serves it as one, so its tokens count again."""
     db = tmp_path / "runs.sqlite"
-    with WebServer({"/qdrant": VECTOR_PAGES["/qdrant"]}) as web, FakeAnthropic(ResearchBrain()) as model:
-        hit = {"url": web.url("/qdrant"), "title": "Qdrant pricing", "snippet": "Qdrant Cloud pricing starts at 25."}
-        model.rule(lambda r: r.has_tool("web_search") and not r.has_tool("record_finding"),
-                   lambda r: reply_web_search("q", [hit]))
-        settings = Settings(anthropic_api_key=KEY, anthropic_base_url=model.base_url, search_provider="anthropic",
-                            fetch_allow_raw=web.host_port, model_max_retries=0, db_path=str(db))
-        with SqliteRunStore(db) as store:
-            original = research("What does Qdrant Cloud pricing start at?", settings, options=RunOptions(mode="tools"),
-                                store=store)
-        searches = sum(r.has_tool("web_search") and not r.has_tool("record_finding") for r in model.message_requests)
+    original, model = record_with_anthropic_search(db)
+    searches = sum(r.has_tool("web_search") and not r.has_tool("record_finding") for r in model.message_requests)
     assert original.status == "complete" and original.findings and searches >= 1
 
     replayed = _replay(db, original.run_id, tmp_path, monkeypatch)

@@ -86,7 +86,7 @@ def test_eight_runs_writing_at_once_lose_nothing(fakes: Fakes, tmp_path: Path) -
         for t in threads:
             t.join(120)
         assert not errors
-        for sink, result in zip(sinks, results):
+        for sink, result in zip(sinks, results, strict=True):
             assert result is not None and result.status == "complete"
             stored = store.events(result.run_id)
             # The same events (threads of one run may reach the two sinks in a different order).

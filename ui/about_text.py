@@ -26,6 +26,11 @@ conflicts are shown both ways, and a hard budget bounds every run.
    address that was not fetched, every gap named); then a judge reads each sentence against its quotes. The
    writer revises at most twice; whatever is still wrong is shown under the report.
 
+A third mode, *extractive*, uses **no model at all** and needs no key: code splits the question, runs the fixed
+researcher, picks the sentences of the fetched pages that best match each sub-question, and quotes them verbatim in
+a template, one paragraph per sub-question; the same notebook and code checks apply. It costs nothing, and it is the
+floor that model runs must beat. The pages label these runs "no model".
+
 ### What the checks prove
 
 - Each quote in a report **appears in the page text the program fetched**, at the recorded position, from the
@@ -51,9 +56,9 @@ conflicts are shown both ways, and a hard budget bounds every run.
 ### This app
 
 - **Benchmarks** lists saved runs (the JSON files under `benchmark_runs/`), with cost, coverage and time, and
-  compares the two modes.
+  compares the modes.
 - **Report** shows one run; its address (`/report?run=<run id>`) is a shareable link. Click any `[F1]`-style
   citation to see the quote, the source's title and date, and a link that opens the source at that passage.
 - **Live research** runs new questions for visitors who have the access code, within server-wide limits on
-  concurrent runs and on dollars spent per day.
+  concurrent runs and on dollars spent per day. A server with no model key offers only the extractive mode.
 """

@@ -244,8 +244,9 @@ class AttemptLimiter:
                 return Verdict(False, f"Too many wrong codes from your address ({self.per_visitor} in "
                                       f"{_minutes(self.window)}). Try again in {_wait(mine[1], self.window, now)}.")
             if total[0] >= self.global_limit:
+                wait = _wait(total[1], self.window, now)
                 return Verdict(False, "Too many wrong codes have been entered on this server recently, so code "
-                                      f"entry is paused for everyone. Try again in {_wait(total[1], self.window, now)}.")
+                                      f"entry is paused for everyone. Try again in {wait}.")
             if check():
                 return Verdict(True, "Unlocked: you can run live research in this browser session.")
             db.execute("INSERT INTO wrong_codes (visitor, at) VALUES (?, ?)", (visitor, now))

@@ -9,13 +9,17 @@ import streamlit as st
 
 from pipeline.core.schema import RunResult
 from pipeline.store.timeline import Timeline
-from ui.library import summarise
+from ui.library import is_extractive, run_header, summarise
 from ui.render import notes_html, report_html, report_title, strip_bidi
 
 _MD_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")
 LABEL = ("Machine-assisted report. Every [F#] citation is a verbatim quote that code found in a page this run "
          "fetched; click a citation to see the quote and open the source at that passage. The quotes are real, "
          "but whether a sentence reads them fairly was checked by a model, so check the sources before relying on it.")
+EXTRACTIVE_LABEL = ("Extractive report, no model: code selected every sentence from a page this run fetched and "
+                    "quotes it verbatim; no model wrote or judged anything. Click a citation to see the quote and "
+                    "open the source at that passage. Code picks sentences by their words, so check that they "
+                    "answer the question.")
 
 
 _AUTOLINK = re.compile(r"(\\:)(?=\\/\\/)|(?<=www)(?=\\\.)|(?=\\@)", re.I)
@@ -45,9 +49,10 @@ def show_report(rr: RunResult, timeline: Timeline, *, key: str = "report") -> No
     """The report of one run, rendered inert, with its checks, evidence, timeline and downloads."""
     row = summarise(rr, file="", suite="")
     st.title(md_text(report_title(rr)))
-    st.caption(md_text(f"Run {rr.run_id} · {rr.mode} mode · {rr.status} · {row.models or 'models unknown'}"
+    no_model = is_extractive(rr.mode, rr.models)
+    st.caption(md_text(f"Run {rr.run_id} · {run_header(rr)} · {rr.status}"
                        + (f" · {row.date} UTC" if row.date else "")))
-    st.info(LABEL, icon=":material/info:")
+    st.info(EXTRACTIVE_LABEL if no_model else LABEL, icon=":material/info:")
     if rr.status == "failed":
         st.error("This run failed: the report below rests on little or nothing. The problems are listed under it.",
                  icon=":material/error:")
@@ -59,7 +64,10 @@ def show_report(rr: RunResult, timeline: Timeline, *, key: str = "report") -> No
     cols[0].metric("Findings verified", row.findings, help="Quotes that code located in a fetched page")
     cols[1].metric("Quotes rejected", row.rejected, help="Proposed quotes that were not in the page")
     cols[2].metric("Coverage", f"{row.answered} / {row.planned}", help="Sub-questions answered / planned")
-    cols[3].metric("Cost", f"${rr.usage.cost_usd:.4f}")
+    if no_model:
+        cols[3].metric("Cost", "$0", help="No model: nothing was paid for")
+    else:
+        cols[3].metric("Cost", f"${rr.usage.cost_usd:.4f}")
     cols[4].metric("Time", f"{row.seconds:.1f} s")
 
     st.html(report_html(rr, title=False))

@@ -1,6 +1,7 @@
 """Live runs for the app: a job registry that runs research in background threads (never touching Streamlit), with
 progress snapshots, cancellation, and server-wide limits shared by all sessions: concurrent runs and a daily spend
-ceiling in dollars, persisted in SQLite so reloads and sessions see the same ledger."""
+ceiling in dollars, persisted in SQLite so reloads and sessions see the same ledger. Extractive runs call no model:
+they need no model key, cost nothing and reserve nothing, but count against the concurrency limit."""
 from __future__ import annotations
 
 import logging
@@ -16,9 +17,11 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from pipeline.cli.commands import require_run_access
 from pipeline.config import ConfigError, Settings
 from pipeline.core.budget import Budget
 from pipeline.core.event_types import (
+    AssignedEvent,
     Event,
     FetchEvent,
     FindingEvent,
@@ -35,11 +38,18 @@ from pipeline.research.orchestrator import build_context, research
 from pipeline.store.base import RunStore
 from pipeline.store.files import save_run_file
 from pipeline.store.timeline import TimelineRecorder
-from pipeline.web.search.registry import require_search_access
 from ui.ledger import SpendLedger
 
 log = logging.getLogger(__name__)
 MAX_QUESTION_CHARS = 500
+MODES: dict[Mode, str] = {
+    "fixed": "fixed: code runs the planned searches, a model reads the pages and writes (cheaper, predictable)",
+    "tools": "tools: a model worker per sub-question searches and reads (more thorough)",
+    "extractive": "extractive: no model at all; code selects sentences from the pages and quotes them ($0)",
+}
+NO_MODEL_KEY = ("No model key is configured on this server, so only the extractive mode — no model, sentences "
+                "selected by code — can run. The operator can set ANTHROPIC_API_KEY to offer the fixed and tools "
+                "modes too.")
 
 
 class Preset(BaseModel):
@@ -71,8 +81,41 @@ class LiveLimits(BaseModel):
 class Refused:
     """A live run was not started; `message` tells the visitor why and what to do."""
 
-    reason: Literal["question", "config", "concurrency", "spend", "preset"]
+    reason: Literal["question", "mode", "config", "concurrency", "spend", "preset"]
     message: str
+
+
+@dataclass(frozen=True)
+class Offer:
+    """The modes this server can run now; `note` says why some are missing, `problem` why none can run."""
+
+    modes: tuple[Mode, ...]
+    note: str | None = None
+    problem: str | None = None
+
+
+def preset_label(key: str, mode: Mode) -> str:
+    """A budget preset as the form shows it: its dollar cap, or for extractive runs (which cost nothing) its
+    searches and fetches."""
+    preset = PRESETS[key]
+    if mode != "extractive":
+        return preset.label
+    lim = preset.limits
+    return f"{preset.label.split(' (')[0]} ({lim.searches} searches, {lim.fetches} fetches, $0)"
+
+
+def _no_model_key(settings: Settings) -> bool:
+    key = settings.anthropic_api_key
+    return key is None or not key.get_secret_value().strip()
+
+
+def _run_problem(settings: Settings, mode: Mode) -> str | None:
+    """What stops a run in `mode` from starting (require_run_access's message), or None."""
+    try:
+        require_run_access(settings, mode)
+    except (ConfigError, ValueError) as e:
+        return str(e)
+    return None
 
 
 JobStatus = Literal["running", "finished", "failed"]
@@ -106,7 +149,7 @@ class ProgressSink:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.step = "starting"
-        self.findings = 0
+        self.finding_ids: set[str] = set()
         self.rejected = 0
         self.recent: deque[str] = deque(maxlen=8)
 
@@ -114,8 +157,9 @@ class ProgressSink:
         with self._lock:
             if isinstance(event, StepEvent) and event.status == "started":
                 self.step = f"{event.name} ({event.part})" if event.part else event.name
-            elif isinstance(event, FindingEvent):
-                self.findings += 1
+            elif isinstance(event, FindingEvent) or (isinstance(event, AssignedEvent) and event.what == "finding"):
+                # the notebook assigns every kept finding an id; the model steps also announce theirs: count each once
+                self.finding_ids.add(event.id)
             elif isinstance(event, RejectedEvent):
                 self.rejected += 1
             line = _activity(event, tokens)
@@ -125,7 +169,7 @@ class ProgressSink:
     def snapshot(self) -> tuple[str, int, int, list[str]]:
         """(step, findings, rejected, recent activity lines)."""
         with self._lock:
-            return self.step, self.findings, self.rejected, list(self.recent)
+            return self.step, len(self.finding_ids), self.rejected, list(self.recent)
 
 
 def _activity(event: Event, tokens: int) -> str | None:
@@ -159,6 +203,7 @@ class Job:
     finished: float | None = None
     cancel_requested: bool = False
     thread: threading.Thread | None = None
+    reserved: bool = False  # dollars held in the spend ledger until the run settles
 
     @property
     def done(self) -> bool:
@@ -203,15 +248,25 @@ class JobRegistry:
         with self._lock:
             return self._jobs.get(job_id or "")
 
-    def check_config(self) -> str | None:
-        """None when live runs can reach a model and a search provider, else what the operator must set."""
-        try:
-            settings = self._settings()
-            settings.require_model_access()
-            require_search_access(settings)
-        except (ConfigError, ValueError) as e:
-            return f"Live runs cannot start on this server: {e}"
-        return None
+    def check_config(self, mode: Mode = "fixed") -> str | None:
+        """None when a live run in `mode` can start (a model key unless extractive, the search provider's setting,
+        a corpus that opens), else what the operator must set."""
+        settings = self._settings()
+        if (problem := _run_problem(settings, mode)) is None:
+            return None
+        if mode != "extractive" and _no_model_key(settings) and _run_problem(settings, "extractive") is None:
+            return NO_MODEL_KEY
+        return f"Live runs cannot start on this server: {_run_problem(settings, 'extractive') or problem}"
+
+    def offer(self) -> Offer:
+        """The modes a visitor may pick: all three, only extractive (no model key), or none (and why)."""
+        settings = self._settings()
+        if (model_problem := _run_problem(settings, "fixed")) is None:  # includes every check extractive needs
+            return Offer(tuple(MODES))
+        if (problem := _run_problem(settings, "extractive")) is not None:
+            return Offer((), problem=f"Live runs cannot start on this server: {problem}")
+        return Offer(("extractive",), note=NO_MODEL_KEY if _no_model_key(settings) else
+                     f"Only the extractive mode can run on this server: {model_problem}")
 
     def start(self, question: str, mode: Mode, preset: str) -> Job | Refused:
         """A started job, or why not (empty question, missing keys, too many runs, today's spend reached)."""
@@ -220,9 +275,11 @@ class JobRegistry:
             return Refused("question", "Write a question first.")
         if len(question) > MAX_QUESTION_CHARS:
             return Refused("question", f"The question is too long: keep it under {MAX_QUESTION_CHARS} characters.")
+        if mode not in MODES:
+            return Refused("mode", f"Unknown researcher mode; choose one of: {', '.join(MODES)}.")
         if preset not in PRESETS:
             return Refused("preset", f"Unknown budget preset; choose one of: {', '.join(PRESETS)}.")
-        if (problem := self.check_config()) is not None:
+        if (problem := self.check_config(mode)) is not None:
             return Refused("config", problem)
         settings = self._settings()
         with self._lock:
@@ -233,15 +290,20 @@ class JobRegistry:
                                               f"on this server (the limit is {self.limits.max_concurrent} at a time). "
                                               "Try again when one has finished.")
             run_id = uuid.uuid4().hex[:12]
-            want = min(PRESETS[preset].limits.cost_usd, self.limits.max_run_usd)
-            granted = self.ledger.reserve(run_id, want, self.limits.daily_usd, self.limits.min_run_usd)
-            if granted is None:
-                return Refused("spend", f"Today's spending limit for live runs (${self.limits.daily_usd:.2f}, shared "
-                                        "by all visitors) is reached. It resets at midnight UTC; saved reports "
-                                        "stay open to browse.")
-            limits = PRESETS[preset].limits.model_copy(update={"cost_usd": granted})
+            if mode == "extractive":  # no model: nothing to pay for, so nothing is reserved and no ceiling applies
+                limits = PRESETS[preset].limits.model_copy(update={
+                    "model_calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0})
+            else:
+                want = min(PRESETS[preset].limits.cost_usd, self.limits.max_run_usd)
+                granted = self.ledger.reserve(run_id, want, self.limits.daily_usd, self.limits.min_run_usd)
+                if granted is None:
+                    return Refused("spend", f"Today's spending limit for live runs (${self.limits.daily_usd:.2f}, "
+                                            "shared by all visitors) is reached. It resets at midnight UTC; the "
+                                            "extractive mode (no model, $0) can still run, and saved reports stay "
+                                            "open to browse.")
+                limits = PRESETS[preset].limits.model_copy(update={"cost_usd": granted})
             job = Job(id=uuid.uuid4().hex, run_id=run_id, question=question, mode=mode, limits=limits,
-                      started=self._clock())
+                      started=self._clock(), reserved=mode != "extractive")
             self._jobs[job.id] = job
         job.thread = threading.Thread(target=self._run, args=(job, settings), name=f"live-{run_id}", daemon=True)
         job.thread.start()
@@ -284,7 +346,8 @@ class JobRegistry:
         finally:
             spent = job.budget.used().cost_usd if job.budget is not None else 0.0
             try:
-                self.ledger.settle(job.run_id, spent)
+                if job.reserved:
+                    self.ledger.settle(job.run_id, spent)
             finally:
                 job.finished = self._clock()
 

@@ -3,7 +3,7 @@ changes) and loaded by run id. Bad files are reported, never fatal."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,6 +14,32 @@ from pipeline.store.files import RUN_ID, TIMELINE_SUFFIX, read_run_file
 from pipeline.store.timeline import step_times
 
 _BAD_ID = "its run id {!r} is not a plain id (letters, digits, '_', '.', '-'), so no link could open it"
+NO_MODEL = "no model"
+
+
+def is_extractive(mode: str, models: Mapping[str, str]) -> bool:
+    """True for a run that used no model: extractive mode, or (older files) "none" recorded as every model."""
+    picked = [v for k, v in models.items() if k in ("lead", "worker")]
+    return mode == "extractive" or (bool(picked) and all(v == "none" for v in picked))
+
+
+def models_label(mode: str, models: Mapping[str, str]) -> str:
+    """The models of a run as the pages show them: "lead / worker", or "no model" for an extractive run."""
+    if is_extractive(mode, models):
+        return NO_MODEL
+    return " / ".join(v for k, v in models.items() if k in ("lead", "worker"))
+
+
+def mode_label(mode: str) -> str:
+    """A mode as lists and comparisons name it; the extractive mode says it used no model."""
+    return f"{mode} ({NO_MODEL})" if mode == "extractive" else mode
+
+
+def run_header(rr: RunResult) -> str:
+    """The mode and models part of a report's header: "Extractive · no model", or "fixed mode · lead / worker"."""
+    if is_extractive(rr.mode, rr.models):
+        return f"Extractive · {NO_MODEL}"
+    return f"{rr.mode} mode · {models_label(rr.mode, rr.models) or 'models unknown'}"
 
 
 class RunSummary(BaseModel):
@@ -42,10 +68,9 @@ def summarise(rr: RunResult, *, file: str, suite: str, mtime: float | None = Non
     answered_ids = {f.sub_question for f in rr.findings if f.support != "unsupported"}
     answered = sum(1 for sq in plan.sub_questions if sq.id in answered_ids) if plan else 0
     planned = (len(plan.sub_questions) + len(plan.not_researched)) if plan else 0
-    models = " / ".join(v for k, v in rr.models.items() if k in ("lead", "worker"))
     return RunSummary(
         run_id=rr.run_id, question=rr.question, suite=suite, mode=rr.mode,
-        models=models, date=_run_date(rr, mtime), status=rr.status, findings=len(rr.findings),
+        models=models_label(rr.mode, rr.models), date=_run_date(rr, mtime), status=rr.status, findings=len(rr.findings),
         rejected=len(rr.rejected), answered=answered, planned=planned, problems=len(rr.problems),
         cost_usd=round(rr.usage.cost_usd, 6),
         seconds=round(rr.timings.get("total") or sum(step_times(rr).values()), 3), file=file,

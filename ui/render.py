@@ -355,8 +355,8 @@ STYLE = """
 .vb-report h4,.vb-report h5,.vb-report h6{font-size:1.05rem;margin:1rem 0 .3rem}
 .vb-report blockquote{border-left:3px solid #c9cdd4;margin:.5rem 0;padding:.1rem .8rem;color:#3d4450}
 .vb-report code{font-size:.9em;background:rgba(127,127,127,.12);padding:0 .25em;border-radius:3px}
-.vb-table{border-collapse:collapse;margin:.6rem 0}.vb-table th,.vb-table td{border:1px solid #d6d9de;padding:.3rem .6rem;
-vertical-align:top}
+.vb-table{border-collapse:collapse;margin:.6rem 0}
+.vb-table th,.vb-table td{border:1px solid #d6d9de;padding:.3rem .6rem;vertical-align:top}
 .vb-report{position:relative}
 .vb-cite{position:static;display:inline;cursor:pointer;color:#1a5fb4;font-weight:600;font-size:.85em;
 white-space:nowrap;border-radius:3px;padding:0 .1em;outline-offset:1px}

@@ -77,7 +77,7 @@ def _secret(name: str, endpoint: str | None, ttl: float) -> SecretManagerCode:
 
 
 def access(cfg: AppConfig) -> AccessState:
-    """Whether live runs can be unlocked; the Secret Manager value is cached for a few minutes, not re-read per rerun."""
+    """Whether live runs can be unlocked; the Secret Manager value is cached for minutes, not re-read per rerun."""
     secret = _secret(cfg.access_code_secret.strip(), cfg.secret_manager_url, cfg.secret_ttl) \
         if cfg.access_code_secret and cfg.access_code_secret.strip() else None
     local = cfg.access_code.get_secret_value() if cfg.access_code else None

@@ -11,10 +11,11 @@ from pipeline.cli.progress import StderrProgress
 from pipeline.config import ConfigError, Settings
 from pipeline.core.budget import Budget
 from pipeline.core.schema import BudgetLimits, RunOptions, RunResult, SearchResult
-from pipeline.models.anthropic import LLM
 from pipeline.models.base import LLMError
+from pipeline.models.factory import model_client
 from pipeline.research.orchestrator import new_run_id, research
 from pipeline.store import open_store
+from pipeline.web.corpus import Corpus
 from pipeline.web.fetch import Fetcher
 from pipeline.web.search.anthropic import ServerWebSearch
 from pipeline.web.search.registry import require_search_access
@@ -32,7 +33,7 @@ def search_results(query: str, settings: Settings, n: int = 10) -> list[SearchRe
 def _one_off_model_search(settings: Settings) -> ServerWebSearch:
     """The model's server-side search for one CLI search, on its own model client with default budget limits."""
     def search(query: str, n: int, recency_days: int | None) -> list[dict[str, Any]]:
-        return LLM(settings, Budget(BudgetLimits(), settings.price)).server_web_search(query, n, recency_days)
+        return model_client(settings, Budget(BudgetLimits(), settings.price)).server_web_search(query, n, recency_days)
     return search
 
 
@@ -76,10 +77,9 @@ def run_question(question: str, *, mode: str, json_path: str | None, quiet: bool
 
     The run is recorded in the run store (RESEARCH_DB); its id and the command that resumes it are printed first.
     """
-    settings.require_model_access()
-    require_search_access(settings)
     if not question.strip():
         raise ConfigError("the question is empty; pass the question to research in quotes")
+    require_run_access(settings, mode)
     check_json_path(json_path)
     run_id = new_run_id()
     with open_store(settings) as store:
@@ -94,6 +94,19 @@ def run_question(question: str, *, mode: str, json_path: str | None, quiet: bool
                   file=sys.stderr, flush=True)
             raise
     return print_outcome(result, json_path)
+
+
+def require_run_access(settings: Settings, mode: str) -> None:
+    """ConfigError naming the setting to fix when a run in `mode` could not start: a model key (not for
+    extractive runs), the search provider's setting, and a corpus that opens."""
+    if mode != "extractive":
+        try:
+            settings.require_model_access()
+        except ConfigError as e:
+            raise ConfigError(f"{e} Or run with --mode extractive, which uses no model.") from None
+    require_search_access(settings)
+    if settings.search_provider == "corpus":
+        Corpus.open(settings.corpus_dir).close()  # a missing or damaged corpus is one clear line, before a run starts
 
 
 def check_json_path(json_path: str | None) -> None:

@@ -31,8 +31,9 @@ def _parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="research a question and print the report (Markdown)")
     run.add_argument("question", help="the question to research")
-    run.add_argument("--mode", choices=["fixed", "tools"], default="fixed",
-                     help="researcher mode: fixed queries (cheap) or tool-calling workers (default: fixed)")
+    run.add_argument("--mode", choices=["fixed", "tools", "extractive"], default="fixed",
+                     help="fixed queries (cheap), tool-calling workers, or extractive: no model at all, sentences "
+                          "selected by code, no key needed (default: fixed)")
     add_output_args(run)
 
     fetch = sub.add_parser("fetch", help="one guarded fetch and extraction of URL")
@@ -54,7 +55,7 @@ def add_output_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
 
-def _add_store_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _add_store_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register the run-store subcommands on the CLI's subparsers."""
     runs = sub.add_parser("runs", help="list recorded runs, newest first")
     runs.add_argument("--json", action="store_true",

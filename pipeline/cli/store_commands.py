@@ -7,7 +7,7 @@ import sys
 import unicodedata
 from pathlib import Path
 
-from pipeline.cli.commands import EXIT_FAILED, EXIT_OK, check_json_path, print_outcome
+from pipeline.cli.commands import EXIT_FAILED, EXIT_OK, check_json_path, print_outcome, require_run_access
 from pipeline.cli.progress import StderrProgress
 from pipeline.config import ConfigError, Settings
 from pipeline.core.schema import RunResult
@@ -15,7 +15,6 @@ from pipeline.replay.tape import Tape, TapeMode
 from pipeline.research.orchestrator import new_run_id, research
 from pipeline.store import open_store, store_exists
 from pipeline.store.base import RUNNING, RunRow
-from pipeline.web.search.registry import require_search_access
 
 
 def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
@@ -100,8 +99,7 @@ def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
             raise ConfigError(f"run {row.id} searched with {tape.provider}; resume it with "
                               f"RESEARCH_SEARCH_PROVIDER={tape.provider} (and that provider's key or URL)")
         settings = _recorded_models(settings, row)
-        settings.require_model_access()
-        require_search_access(settings)
+        require_run_access(settings, row.run_options.mode)
         store.claim(row)
         checkpoint = store.checkpoint(row.id)
         where = f"after {checkpoint.after}" if checkpoint else "from the start (no step had finished)"

@@ -5,7 +5,7 @@ import itertools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Literal, Protocol
 
 from pipeline.core.schema import BudgetLimits, BudgetState, ModelPrice, Usage
@@ -14,7 +14,7 @@ Counter = Literal["searches", "fetches"]
 MIN_OUTPUT_TOKENS = 256
 
 
-class Phase(str, Enum):
+class Phase(StrEnum):
     """Research may spend only what is left after the reserve; synthesis (analyst, writer, reviewer) may spend all."""
 
     RESEARCH = "research"

@@ -8,7 +8,8 @@ from typing import Any, Protocol
 
 from pipeline.core.event_types import Event, parse_event
 
-_SECRET_KEYS = re.compile(r"(api[-_]?key|authori[sz]ation|x-api-key|x-subscription-token|access[-_]?code|token|secret|password)", re.I)
+_SECRET_KEYS = re.compile(
+    r"(api[-_]?key|authori[sz]ation|x-api-key|x-subscription-token|access[-_]?code|token|secret|password)", re.I)
 _KEY_SHAPES = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}|tvly-[A-Za-z0-9_\-]{8,}")
 
 

@@ -11,7 +11,7 @@ ErrorKind = Literal[
 Confidence = Literal["high", "medium", "low"]
 Support = Literal["supported", "partial", "unsupported", "unknown"]
 RunStatus = Literal["complete", "partial", "failed"]
-Mode = Literal["fixed", "tools"]
+Mode = Literal["fixed", "tools", "extractive"]
 
 
 class ModelPrice(BaseModel):
@@ -188,7 +188,7 @@ class RunOptions(_Model):
 
 
 class RunResult(_Model):
-    """Everything one run produced; `model_dump_json()` is the RunResult JSON in DESIGN.md."""
+    """Everything one run produced; `model_dump_json()` is the RunResult JSON contract (README: Command line)."""
 
     run_id: str
     question: str

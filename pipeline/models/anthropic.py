@@ -47,8 +47,8 @@ EPHEMERAL = {"type": "ephemeral"}
 # The basic server-side search: plain result blocks and the widest model support. The newer versions
 # (web_search_20260209/20260318) filter results by running code, which costs more and needs newer models.
 WEB_SEARCH_TOOL = "web_search_20250305"
-# The results carry no readable snippet, so the relay prompt (pipeline/models/prompts/web_search_relay.md) asks for one cited
-# sentence per result: the citations on those quotes become the snippets (pipeline/web/providers/anthropic.py).
+# The results carry no readable snippet, so the relay prompt (pipeline/models/prompts/web_search_relay.md) asks for
+# one cited sentence per result: the citations on those quotes become the snippets (pipeline/web/search/anthropic.py).
 
 
 @cache
@@ -85,13 +85,13 @@ class LLM:
     every failure is reported to `events` as a model_error and raised as an LLMError.
     """
 
-    def __init__(self, settings: Settings, budget: Budget, events: EventSink = NullSink(), *,
+    def __init__(self, settings: Settings, budget: Budget, events: EventSink | None = None, *,
                  client: anthropic.Anthropic | None = None, clock: Callable[[], float] = time.monotonic,
                  max_retry_wait: float = MAX_RETRY_WAIT, transport: ModelTransport | None = None):
-        self._transport = transport or AnthropicTransport(settings, budget, events, client=client, clock=clock,
+        self._events = events or NullSink()
+        self._transport = transport or AnthropicTransport(settings, budget, self._events, client=client, clock=clock,
                                                           max_retry_wait=max_retry_wait)
         self._settings = settings
-        self._events = events
         self._secret = settings.anthropic_api_key.get_secret_value() if settings.anthropic_api_key else None
 
     def call(self, *, model: str, system: str, messages: list[dict[str, Any]], max_tokens: int,

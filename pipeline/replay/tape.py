@@ -22,7 +22,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal, TypeVar
 
 from pipeline.core.event_types import (
@@ -48,7 +48,7 @@ _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "ca
 TAPE_KINDS = ("model_request", "model_response", "model_error", "search", "fetch", "assigned")
 
 
-class TapeMode(str, Enum):
+class TapeMode(StrEnum):
     REPLAY = "replay"
     LIVE_MODEL = "live_model"
     RESUME = "resume"

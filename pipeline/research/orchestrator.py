@@ -1,4 +1,4 @@
-"""The orchestrator: plan -> research (fixed or tools) -> analyse -> write and review, on one budget and notebook."""
+"""The orchestrator: one run of the steps of its mode (research/flows.py) on one budget and notebook, recorded."""
 from __future__ import annotations
 
 import threading
@@ -14,29 +14,23 @@ from pipeline.core.budget import Budget
 from pipeline.core.event_types import Event, FetchEvent, InternalErrorEvent, SessionEvent, TapeEvent
 from pipeline.core.events import EventSink, FanOut, NullSink
 from pipeline.core.notebook import Notebook
-from pipeline.core.schema import Finding, Plan, Problem, Report, RunOptions, RunResult, RunStatus
-from pipeline.models.anthropic import LLM, AnthropicTransport
-from pipeline.models.base import LLMError
+from pipeline.core.schema import Finding, Plan, Problem, RunOptions, RunResult, RunStatus
+from pipeline.models.base import LLMError, ModelClient
+from pipeline.models.factory import live_transport, model_client
+from pipeline.models.none import NoModel
 from pipeline.replay.checkpoint import Checkpoints
 from pipeline.replay.recorded import RecordedModel, RecordedPages, RecordedProvider, RecordedSearch
 from pipeline.replay.tape import Tape, TapeMode
 from pipeline.research.context import CalculationLog, RunContext
+from pipeline.research.flows import SoFar, extractive_flow, model_flow
 from pipeline.research.prompts import version as prompt_version
-from pipeline.research.steps.analyse import Analysis, analyse, judge_support, propose_findings
-from pipeline.research.steps.checks import Evidence
-from pipeline.research.steps.plan import make_plan
-from pipeline.research.steps.research import research_fixed
-from pipeline.research.steps.review import write_and_review
-from pipeline.research.steps.worker import research_tools
-from pipeline.research.steps.write import no_evidence_report
+from pipeline.research.steps.analyse import Analysis
 from pipeline.store.base import RunRecorder, RunStore
 from pipeline.store.sqlite import settings_secrets
 from pipeline.web.corpus import Corpus
 from pipeline.web.fetch import Fetcher, PageLoader, WebPages
 from pipeline.web.search.anthropic import AnthropicWebSearch
 from pipeline.web.search.service import Searcher, SearchProvider, SearchService, make_provider
-
-NOT_RESEARCHED = "Not researched (the plan was capped): "
 
 
 class FetchTally:
@@ -75,8 +69,12 @@ def build_context(settings: Settings, options: RunOptions, events: EventSink, *,
     keys and touches no network.
     """
     budget = Budget(options.limits, settings.price)
-    llm = LLM(settings, budget, events, transport=None if tape is None else RecordedModel(
-        tape, budget, events, live=None if tape.model_offline else AnthropicTransport(settings, budget, events)))
+    llm: ModelClient
+    if options.mode == "extractive":
+        llm = NoModel()
+    else:
+        llm = model_client(settings, budget, events, transport=None if tape is None else RecordedModel(
+            tape, budget, events, live=None if tape.model_offline else live_transport(settings, budget, events)))
     if provider is None and tape is not None and tape.web_offline:
         name = tape.provider or settings.search_provider
         provider = (AnthropicWebSearch(llm.server_web_search, errors=(LLMError,)) if name == "anthropic"
@@ -132,10 +130,7 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
            else make_context(settings, options, events, tape=tape))
     checkpoints.bind(ctx, events)
     timings: dict[str, float] = {"started_at": round(time.time(), 3)}  # epoch seconds, UTC
-    problems: list[Problem] = []
-    plan: Plan | None = None
-    report = Report()
-    analysis: Analysis | None = None
+    so_far = SoFar()
     status: RunStatus = "failed"
 
     def step(name: str, fn: Callable[[], Any]) -> Any:
@@ -145,46 +140,26 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
             output = fn()
         finally:
             timings[name] = round(time.monotonic() - started, 3)
-        checkpoints.save(name, plan=output if isinstance(output, Plan) else plan, problems=problems, output=output)
+        checkpoints.save(name, plan=output if isinstance(output, Plan) else so_far.plan, problems=so_far.problems,
+                         output=output)
         return output
 
     try:
-        plan = step("plan", lambda: make_plan(question, ctx, options))
-        if plan.fallback:
-            problems.append(Problem(kind="plan_fallback", step="plan",
-                                    message="the planner failed, so the question was researched as a whole"))
-        if options.mode == "fixed":
-            by_sq = step("research", lambda: research_fixed(plan, ctx, options))
-            problems += step("analyse", lambda: propose_findings(plan, by_sq, ctx, options)) or []
-        else:
-            problems += step("research", lambda: research_tools(plan, ctx, options)) or []
-        problems += step("judge", lambda: judge_support(ctx, ctx.notebook.findings())) or []
-        analysis = analyse(plan, ctx)
-        problems += analysis.problems
-        gaps = analysis.gaps + [NOT_RESEARCHED + q for q in plan.not_researched]
-        evidence = Evidence(findings=analysis.findings, sources=ctx.notebook.sources(), gaps=gaps,
-                            calculations=ctx.calculations.all(),
-                            proxies=[sq.proxy for sq in plan.sub_questions if sq.proxy])
-        if analysis.findings:
-            outcome = step("write", lambda: write_and_review(question, evidence, analysis.conflicts, ctx,
-                                                             options.review_rounds))
-            markdown, problems = outcome.markdown, problems + outcome.problems
-        else:
-            markdown = no_evidence_report(question, evidence)
-            if (note := tally.note()) is not None and not ctx.notebook.sources():
-                markdown = markdown.rstrip() + "\n\n" + note + "\n"
-        report = Report(markdown=markdown, gaps=gaps, conflicts=analysis.conflicts)
-        status = "partial" if problems else "complete"
-        if ctx.budget.used().model_calls == 0:  # every model call failed: the report rests on nothing
-            status = "failed"
-            problems.append(Problem(kind="model_unavailable", step="run",
-                                    message="no model call succeeded, so nothing was analysed; see the problems "
-                                            "above (check ANTHROPIC_API_KEY and the network), then run again"))
+        flow = extractive_flow if options.mode == "extractive" else model_flow
+        flow(question, ctx, options, step, so_far, tally.note)
+        status = "partial" if so_far.problems else "complete"
+        if options.mode != "extractive" and ctx.budget.used().model_calls == 0:
+            status = "failed"  # every model call failed: the report rests on nothing
+            so_far.problems.append(Problem(
+                kind="model_unavailable", step="run",
+                message="no model call succeeded, so nothing was analysed; see the problems above (check "
+                        "ANTHROPIC_API_KEY and the network), then run again"))
     except Exception as e:  # our bug: keep everything gathered so far, and say so
         events.emit(InternalErrorEvent(error=repr(e), traceback=traceback.format_exc()))
-        problems.append(Problem(kind="internal_error", step="run",
-                                message=f"the run stopped on an internal error ({type(e).__name__}: {e}); "
-                                        "what was gathered before it is kept"))
+        so_far.problems.append(Problem(kind="internal_error", step="run",
+                                       message=f"the run stopped on an internal error ({type(e).__name__}: {e}); "
+                                               "what was gathered before it is kept"))
+    problems = so_far.problems
     if ctx.budget.cancelled:  # said here, so the recorded result is the one the caller gets
         problems.append(Problem(kind="cancelled", step="run",
                                 message="the run was cancelled; what was gathered before that is kept"))
@@ -192,9 +167,9 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
     timings["total"] = round(time.time() - timings["started_at"], 3)
     result = RunResult(
         run_id=run_id, question=question, mode=options.mode,
-        models={"lead": settings.lead_model, "worker": settings.worker_model, "prompts": prompt_version()},
-        status=status, plan=plan, sources=ctx.notebook.sources(), findings=_as_passed_on(ctx, analysis),
-        rejected=ctx.notebook.rejected(), calculations=ctx.calculations.all(), report=report,
+        models=run_models(settings, options.mode), status=status, plan=so_far.plan, sources=ctx.notebook.sources(),
+        findings=_as_passed_on(ctx, so_far.analysis), rejected=ctx.notebook.rejected(),
+        calculations=ctx.calculations.all(), report=so_far.report,
         stats=ctx.stats.snapshot(), problems=problems, budget=ctx.budget.state(), usage=ctx.budget.used(),
         timings=timings,
     )
@@ -216,9 +191,17 @@ def _recorder(store: RunStore | None, run_id: str, question: str, options: RunOp
         recorder.reopen()
     else:
         recorder.start(question=question, options=options, prompt_version=prompt_version(),
-                       models={"lead": settings.lead_model, "worker": settings.worker_model},
+                       models=run_models(settings, options.mode, prompts=False),
                        replay_of=tape.run_id if tape is not None and tape.mode is not TapeMode.RESUME else None)
     return recorder
+
+
+def run_models(settings: Settings, mode: str, *, prompts: bool = True) -> dict[str, str]:
+    """The models a run used, as RunResult.models records them: "none" for both in extractive mode."""
+    if mode == "extractive":
+        return {"lead": "none", "worker": "none"}
+    models = {"lead": settings.lead_model, "worker": settings.worker_model}
+    return {**models, "prompts": prompt_version()} if prompts else models
 
 
 def _as_passed_on(ctx: RunContext, analysis: Analysis | None) -> list[Finding]:

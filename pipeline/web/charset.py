@@ -17,9 +17,9 @@ _LABELS = {"x-sjis": "cp932", "windows-31j": "cp932", "x-gbk": "gb18030", "x-mac
 
 def decode_text(body: bytes, declared: str | None, *, html: bool, truncated: bool = False) -> str:
     """Bytes as text: BOM, then the declared charset, then (HTML) a <meta> charset, then UTF-8, then detection."""
-    for bom, codec in _BOMS:
+    for bom, bom_codec in _BOMS:
         if body.startswith(bom):
-            return body.decode(codec, errors="replace")
+            return body.decode(bom_codec, errors="replace")
     codec = _codec(declared)
     if codec is None and html:
         meta = _META_CHARSET.search(body[:8192])

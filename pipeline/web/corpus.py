@@ -6,12 +6,16 @@ Folder format:
          "title": "...", "published": "YYYY-MM-DD"}
         `path` is relative to DIR and may end in .gz (gzip); `content_type` defaults to text/html
         (text/plain and application/pdf work too); `title` and `published` are optional overrides of what
-        extraction finds.
+        extraction finds. An optional `"status": 403` (any status from 400) saves a failure: a fetch gets that
+        HTTP status and no page, while search still lists the page (a paywall, a server error); `path` may then
+        be left out, and `title` and a `snippet` give what search shows.
+    DIR/corpus.json      optional settings of the whole frozen web: {"search_fails": "..."} makes every search
+                         fail with that message (a search outage).
     DIR/<path>           the saved bytes, exactly as the server sent them (gzip-compressed when .gz).
     DIR/.index.sqlite    the search index, built on first open and reused while the manifest, the files
                          (size, mtime) and the extractor are unchanged; kept in memory when DIR is read-only.
 
-Indexed text is made by the fetcher's own decoding and extraction (fetch.decode_text, fetch.extract_document),
+Indexed text is made by the fetcher's own decoding and extraction (charset.decode_text, fetch.extract_document),
 so what search matches is what a fetch of the same URL returns. get() finds a page by normalise_url (tracking
 parameters, fragment, trailing slash and host case do not matter) and falls back to the other of http/https.
 Search ignores recency: the frozen web has no "now".
@@ -26,20 +30,24 @@ import re
 import sqlite3
 import tempfile
 import threading
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
 import trafilatura
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pipeline.config import ConfigError
 from pipeline.core.schema import SearchResult
 from pipeline.core.urls import url_key
+from pipeline.web.charset import decode_text
 from pipeline.web.extract import ExtractionError
-from pipeline.web.fetch import SavedPage, decode_text, extract_document
+from pipeline.web.fetch import SavedPage, extract_document
+from pipeline.web.search.base import SearchFailed
 
 MANIFEST = "manifest.jsonl"
+SETTINGS = "corpus.json"
 INDEX = ".index.sqlite"
 INDEX_VERSION = "1"  # bump when what is indexed changes, so existing indexes are rebuilt
 TITLE_WEIGHT = 5.0
@@ -48,13 +56,29 @@ _WORD = re.compile(r"\w+")
 
 
 class ManifestEntry(BaseModel):
-    """One saved page as listed in manifest.jsonl."""
+    """One saved page as listed in manifest.jsonl; with a `status` from 400, a saved failure instead of a page."""
 
     url: str
-    path: str
+    path: str | None = None
     content_type: str = "text/html"
     title: str | None = None
     published: str | None = None
+    status: int | None = Field(None, ge=400, le=599)
+    snippet: str | None = None
+
+    @model_validator(mode="after")
+    def _page_or_failure(self) -> ManifestEntry:
+        if self.path is None and self.status is None:
+            raise ValueError("an entry needs a path (the saved page) or a status (a saved failure)")
+        return self
+
+
+class CorpusSettings(BaseModel):
+    """DIR/corpus.json: settings of the whole frozen web."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    search_fails: str | None = None  # every search fails with this message (a search outage)
 
 
 class CorpusPage(NamedTuple):
@@ -88,8 +112,8 @@ def _read_manifest(root: Path) -> tuple[bytes, list[ManifestEntry]]:
             entry = ManifestEntry.model_validate_json(line)
         except ValidationError as e:
             raise ConfigError(f"{path} line {number} is not a valid entry: {e.errors()[0]['msg']}") from None
-        file = (root / entry.path).resolve()
-        if not file.is_relative_to(root.resolve()) or not file.is_file():
+        file = (root / entry.path).resolve() if entry.path is not None else None
+        if file is not None and (not file.is_relative_to(root.resolve()) or not file.is_file()):
             raise ConfigError(f"{path} line {number}: {entry.path!r} is not a file inside {root}")
         entries.append(entry)
     return raw, entries
@@ -99,6 +123,8 @@ def _fingerprint(root: Path, manifest: bytes, entries: list[ManifestEntry]) -> s
     digest = hashlib.sha256(manifest)
     digest.update(f"{INDEX_VERSION}|{trafilatura.__version__}".encode())
     for entry in entries:
+        if entry.path is None:
+            continue
         stat = (root / entry.path).stat()
         digest.update(f"|{entry.path}|{stat.st_size}|{stat.st_mtime_ns}".encode())
     return digest.hexdigest()
@@ -113,8 +139,10 @@ def _fts_query(query: str) -> str | None:
 class Corpus:
     """Saved pages: get(url) serves the saved bytes, search(query, n) ranks them by BM25 (title weighted)."""
 
-    def __init__(self, root: Path, entries: list[ManifestEntry], db: sqlite3.Connection):
+    def __init__(self, root: Path, entries: list[ManifestEntry], db: sqlite3.Connection,
+                 settings: CorpusSettings | None = None):
         self.root = root
+        self.settings = settings or CorpusSettings()
         self._entries = entries
         self._by_key = {url_key(e.url): e for e in entries}
         self._db = db
@@ -130,7 +158,7 @@ class Corpus:
         db = _open_existing(index, fingerprint)
         if db is None:
             db = _build_index(root, entries, fingerprint, index)
-        return cls(root, entries, db)
+        return cls(root, entries, db, _read_settings(root))
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -147,6 +175,9 @@ class Corpus:
             entry = self._by_key.get(other)
         if entry is None:
             return None
+        if entry.status is not None:
+            return SavedPage(url=entry.url, content_type=entry.content_type, body=b"", final_url=entry.url,
+                             title=entry.title, published=entry.published, status=entry.status)
         return SavedPage(url=entry.url, content_type=entry.content_type, body=_load(self.root, entry),
                          final_url=entry.url, title=entry.title, published=entry.published)
 
@@ -177,12 +208,32 @@ class CorpusSearch:
         self.corpus = corpus
 
     def search(self, query: str, n: int = 10, recency_days: int | None = None) -> list[SearchResult]:
+        if self.corpus.settings.search_fails:
+            raise SearchFailed(f"SEARCH_FAILED: {self.corpus.settings.search_fails}")
         return self.corpus.search(query, n)
 
 
 def _load(root: Path, entry: ManifestEntry) -> bytes:
-    data = (root / entry.path).read_bytes()
-    return gzip.decompress(data) if entry.path.endswith(".gz") else data
+    """The saved bytes of a page; ConfigError naming the file and the setting when they cannot be read."""
+    assert entry.path is not None  # entries with no path are saved failures, never loaded
+    try:
+        data = (root / entry.path).read_bytes()
+        return gzip.decompress(data) if entry.path.endswith(".gz") else data
+    except (OSError, EOFError, zlib.error) as e:
+        raise ConfigError(f"The corpus at {root} is damaged: {entry.path} cannot be read ({e}). Rebuild it, or set "
+                          "RESEARCH_CORPUS_DIR to another folder of saved pages.") from None
+
+
+def _read_settings(root: Path) -> CorpusSettings:
+    """DIR/corpus.json, or the defaults when there is none; ConfigError naming the file when it is invalid."""
+    path = root / SETTINGS
+    try:
+        return CorpusSettings.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        return CorpusSettings()
+    except (OSError, ValidationError) as e:
+        raise ConfigError(f"{path} is not valid corpus settings ({str(e).splitlines()[0]}); fix it or remove it, "
+                          "or set RESEARCH_CORPUS_DIR to another folder of saved pages.") from None
 
 
 def _open_existing(index: Path, fingerprint: str) -> sqlite3.Connection | None:
@@ -200,6 +251,8 @@ def _open_existing(index: Path, fingerprint: str) -> sqlite3.Connection | None:
 
 
 def _extracted(root: Path, entry: ManifestEntry) -> tuple[str, str | None, str | None]:
+    if entry.path is None:  # a saved failure: search shows its title and snippet, as a real engine would
+        return entry.snippet or "", entry.title, entry.published
     body = _load(root, entry)
     kind = _kind(entry.content_type)
     charset = re.search(r"charset\s*=\s*[\"']?([^\"';\s]+)", entry.content_type, re.I)

@@ -74,6 +74,7 @@ class SavedPage:
     final_url: str
     title: str | None = None  # the corpus manifest's own title/date win over extraction
     published: str | None = None
+    status: int = 200  # a saved failure (>= 400) is served as that HTTP status, with no page
 
 
 class CorpusLike(Protocol):
@@ -95,7 +96,8 @@ class _Failure(Exception):
 
     def __init__(self, kind: ErrorKind, reason: str, origin: _Origin | None = None, *, verbatim: bool = False) -> None:
         super().__init__(reason)
-        self.kind, self.reason, self.origin, self.verbatim = kind, " ".join(reason.split()), origin or _Origin(), verbatim
+        self.kind, self.reason, self.verbatim = kind, " ".join(reason.split()), verbatim
+        self.origin = origin or _Origin()
 
     def result(self, url: str) -> FetchResult:
         o = self.origin
@@ -246,6 +248,9 @@ class WebPages:
             raise _Failure("blocked", "this run reads only the offline corpus, which does not hold this URL")
         self._spend(phase, attempt)
         media, charset = _content_type(saved.content_type)
+        if saved.status >= 400:  # the frozen web holds failures too: a paywall (403), a server error (500)
+            raise _Failure("http_status", _status_reason(saved.status), _Origin(saved.final_url, saved.status,
+                                                                                media or None))
         return _Page(saved.final_url, 200, media, charset, _kind(media, saved.body), saved.body,
                      title=saved.title, published=saved.published)
 
@@ -270,7 +275,8 @@ class WebPages:
                                    _Origin(final_url=target))
                 vetted = checked
         except (httpx.TimeoutException, httpcore.TimeoutException):
-            raise _Failure("timeout", f"the site did not deliver the page within {self._settings.fetch_deadline:g} s") from None
+            raise _Failure("timeout", "the site did not deliver the page within "
+                                      f"{self._settings.fetch_deadline:g} s") from None
         except (httpx.HTTPError, httpx.InvalidURL, httpcore.NetworkError, httpcore.ProtocolError,
                 httpcore.UnsupportedProtocol, ssl.SSLError) as e:
             raise _Failure("network", f"the connection failed ({type(e).__name__})") from None
@@ -333,7 +339,8 @@ class WebPages:
                            _Origin(page.final_url, page.status, page.media_type)) from None
         return FetchResult(ok=True, url=url, final_url=page.final_url, status=page.status,
                            content_type=page.media_type, title=page.title or extracted.title,
-                           text=extracted.text, published=page.published or extracted.published, truncated=page.truncated, bytes=len(page.body))
+                           text=extracted.text, published=page.published or extracted.published,
+                           truncated=page.truncated, bytes=len(page.body))
 
 
 def failed(url: str, kind: ErrorKind, reason: str) -> FetchResult:

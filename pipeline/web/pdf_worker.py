@@ -13,6 +13,7 @@ import io
 import json
 import re
 import sys
+from collections.abc import Mapping
 
 _PDF_DATE = re.compile(r"^D?:?(\d{4})(\d{2})?(\d{2})?")
 
@@ -44,14 +45,14 @@ def extract(data: bytes, max_pages: int) -> dict[str, object]:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
             try:
-                opened = reader.decrypt("")  # many PDFs carry only an owner password; they open with ""
+                opened = bool(reader.decrypt(""))  # many PDFs carry only an owner password; they open with ""
             except Exception:
-                opened = 0
+                opened = False
             if not opened:
                 return {"ok": False, "error": "the PDF is encrypted and needs a password"}
         total = len(reader.pages)
         texts = [(reader.pages[i].extract_text() or "").strip() for i in range(min(total, max_pages))]
-        meta = reader.metadata or {}
+        meta: Mapping[str, object] = reader.metadata or {}
         title = str(meta.get("/Title") or "").strip() or None
         published = _pdf_date(meta.get("/CreationDate"))
     except MemoryError:

@@ -64,7 +64,7 @@ class GuardedTransport(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         url = httpcore.URL(scheme=request.url.raw_scheme, host=request.url.raw_host, port=request.url.port,
                            target=request.url.raw_path)
-        core = httpcore.Request(request.method, url, headers=request.headers.raw, content=request.stream,  # type: ignore[arg-type]
+        core = httpcore.Request(request.method, url, headers=request.headers.raw, content=request.stream,
                                 extensions=request.extensions)
         response = self._pool.handle_request(core)
         return httpx.Response(response.status, headers=response.headers, stream=_CoreStream(response),

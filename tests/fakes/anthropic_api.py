@@ -95,7 +95,8 @@ class MessagesRequest:
         system = b.get("system") or []
         fmt = (b.get("output_config") or {}).get("format") or {}
         return cls(
-            model=str(b.get("model", "")), max_tokens=b.get("max_tokens") if isinstance(b.get("max_tokens"), int) else 0,
+            model=str(b.get("model", "")),
+            max_tokens=n if isinstance(n := b.get("max_tokens"), int) else 0,
             system=[{"type": "text", "text": system}] if isinstance(system, str) else list(system),
             messages=list(b.get("messages") or []), tools=list(b.get("tools") or []),
             tool_choice=b.get("tool_choice"), output_schema=fmt.get("schema") if isinstance(fmt, dict) else None,
@@ -134,7 +135,8 @@ class MessagesRequest:
     @property
     def ends_with_assistant(self) -> bool:
         """True for a continuation (after pause_turn) or a prefill."""
-        return bool(self.messages) and isinstance(self.messages[-1], dict) and self.messages[-1].get("role") == "assistant"
+        last = self.messages[-1] if self.messages else None
+        return isinstance(last, dict) and last.get("role") == "assistant"
 
     def contains(self, text: str) -> bool:
         """True when `text` occurs anywhere in the body (system, tools or messages)."""
@@ -186,8 +188,8 @@ def reply_web_search(query: str, results: Sequence[Mapping[str, Any]], *, text: 
     web_search_result_location citation, as the real model's cited answer does.
     """
     sid = "srvtoolu_" + hashlib.sha256(query.encode()).hexdigest()[:20]
-    found = [{"type": "web_search_result", "url": r["url"], "title": r.get("title", ""),
-              "page_age": r.get("page_age"), "encrypted_content": "enc_" + hashlib.sha256(r["url"].encode()).hexdigest()[:16]}
+    found = [{"type": "web_search_result", "url": r["url"], "title": r.get("title", ""), "page_age": r.get("page_age"),
+              "encrypted_content": "enc_" + hashlib.sha256(r["url"].encode()).hexdigest()[:16]}
              for r in results]
     blocks: list[dict[str, Any]] = [
         {"type": "server_tool_use", "id": sid, "name": "web_search", "input": {"query": query}},
@@ -212,7 +214,7 @@ def minimal_instance(schema: Mapping[str, Any], defs: Mapping[str, Any] | None =
     for union in ("anyOf", "oneOf", "allOf"):
         if schema.get(union):
             return minimal_instance(schema[union][0], defs)
-    kind = schema.get("type")
+    kind: Any = schema.get("type")
     if isinstance(kind, list):
         kind = kind[0] if kind else None
     if kind == "object":
@@ -504,7 +506,8 @@ def _validate(rec: RecordedRequest, *, strict_roles: bool) -> None:
         raise InvalidRequest(f"tool_choice: tool {choice.get('name')!r} not found in tools")
     marked = sum(1 for _s, m in _prompt_segments(rec) if m)
     if marked > MAX_CACHE_BREAKPOINTS:
-        raise InvalidRequest(f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {marked}.")
+        raise InvalidRequest(f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
+                             f"Found {marked}.")
     fmt = (b.get("output_config") or {}).get("format")
     if fmt is not None:
         if fmt.get("type") != "json_schema" or not isinstance(fmt.get("schema"), dict):
@@ -517,7 +520,7 @@ def _validate_tool_pairs(msgs: list[dict[str, Any]]) -> None:
         if m["role"] != "user":
             continue
         results = [blk.get("tool_use_id") for blk in _blocks(m.get("content")) if blk.get("type") == "tool_result"]
-        asked = [blk.get("id") for blk in _blocks(msgs[i - 1].get("content"))
+        asked: list[Any] = [blk.get("id") for blk in _blocks(msgs[i - 1].get("content"))
                  if blk.get("type") == "tool_use"] if i else []
         for rid in results:
             if rid not in asked:
@@ -525,8 +528,8 @@ def _validate_tool_pairs(msgs: list[dict[str, Any]]) -> None:
                                      f"{rid}. Each `tool_result` block must have a corresponding `tool_use` block in "
                                      "the previous message.")
         if asked and set(asked) - set(results):
-            raise InvalidRequest(f"messages.{i - 1}: `tool_use` ids were found without `tool_result` blocks immediately "
-                                 f"after: {', '.join(sorted(set(asked) - set(results)))}")
+            raise InvalidRequest(f"messages.{i - 1}: `tool_use` ids were found without `tool_result` blocks "
+                                 f"immediately after: {', '.join(sorted(set(asked) - set(results)))}")
 
 
 def _validate_schema(schema: Any, where: str) -> None:

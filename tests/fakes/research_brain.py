@@ -23,7 +23,9 @@ from tests.fakes.anthropic_api import FakeReply, MessagesRequest, default_brain,
 
 _WORD = re.compile(r"[a-z0-9]{4,}")
 _NUM = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
-_STOP = frozenset(["what", "which", "when", "where", "does", "from", "with", "that", "this", "have", "were", "their", "there", "about", "most", "many", "much", "between", "into", "over", "than", "they", "them", "these", "those", "price", "pricing"])
+_STOP = frozenset(["what", "which", "when", "where", "does", "from", "with", "that", "this", "have", "were", "their",
+                   "there", "about", "most", "many", "much", "between", "into", "over", "than", "they", "them", "these",
+                   "those", "price", "pricing"])
 _PAGE = re.compile(r"<untrusted_page id=\"(\w+)\" source=\"(S\d+)\"[^>]*>\n(.*?)\n</untrusted_page id=\"\1\">", re.S)
 
 
@@ -76,7 +78,8 @@ class ResearchBrain:
         if "<plan>" in last:
             return self.plan_judge(last)
         if "<sentence>" in last:
-            return self.judge(_tag(last, "sentence") or "", " ".join(re.findall(r"<quote[^>]*>(.*?)</quote>", last, re.S)))
+            quotes = " ".join(re.findall(r"<quote[^>]*>(.*?)</quote>", last, re.S))
+            return self.judge(_tag(last, "sentence") or "", quotes)
         if "<findings>" in first:  # before the judge: a writer request holds <claim> and <quote> too
             return self.writer(first, revision="<draft>" in first)
         if "<claim>" in last and "<quote" in last:
@@ -154,7 +157,7 @@ class ResearchBrain:
         last = texts[-1] if texts else ""
         if any(t.startswith("BUDGET_EXHAUSTED") for t in texts[-1:]):
             return reply_text("Stopping: the budget is spent.")
-        nums = [n for n in _NUM.findall(topic)]
+        nums = _NUM.findall(topic)
         if re.search(r"\bpercent", topic, re.I) and len(nums) >= 2 and not any(c["name"] == "calculate" for c in calls):
             a, b = nums[0], nums[1]
             return reply_tool_use("calculate", {"expression": f"({b} - {a}) / {a} * 100"})

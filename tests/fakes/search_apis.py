@@ -184,9 +184,10 @@ class FakeSearchApi:
             return 200, body
         if self.kind == "tavily":
             hits = hits[: int((request.json or {}).get("max_results", 5))]
-            results = [{"title": h.title, "url": h.url, "content": h.snippet, "score": 0.9 - i / 100,
-                        "raw_content": None, **({"published_date": h.published} if h.published else {})}
-                       for i, h in enumerate(hits)]
+            results: list[dict[str, Any]] = [
+                {"title": h.title, "url": h.url, "content": h.snippet, "score": 0.9 - i / 100, "raw_content": None,
+                 **({"published_date": h.published} if h.published else {})}
+                for i, h in enumerate(hits)]
             return 200, {"query": query, "follow_up_questions": None, "answer": None, "images": [],
                          "results": results, "response_time": 0.42, "request_id": "fake-1"}
         results = [{"url": h.url, "title": h.title, "content": h.snippet, "engine": "duckduckgo",

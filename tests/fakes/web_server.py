@@ -187,7 +187,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         owner = self.server.owner
-        route = owner._record(Recorded(self.command, self.path, {k: v for k, v in self.headers.items()}))
+        route = owner._record(Recorded(self.command, self.path, dict(self.headers.items())))
         self.close_connection = True
         headers = dict(route.headers)
         if route.stream is None and not any(k.lower() == "content-length" for k in headers):

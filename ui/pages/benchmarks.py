@@ -1,10 +1,11 @@
-"""Benchmarks (public, no keys, no network): every saved run in a filterable table, and fixed vs tools compared."""
+"""Benchmarks (public, no keys, no network): every saved run in a filterable table, and the modes compared."""
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
 from ui.components import md_text, report_path
+from ui.library import mode_label
 from ui.state import config, library
 
 cfg = config()
@@ -20,8 +21,8 @@ if not rows:
     st.info(
         "No saved runs yet. Produce one with\n\n"
         "`python -m pipeline run \"QUESTION\" --mode fixed --json benchmark_runs/SUITE/NAME.json`\n\n"
-        "(or `--mode tools`), then reload this page. Each JSON file under `benchmark_runs/` is one run; a "
-        "sub-folder names its suite.", icon=":material/lightbulb:")
+        "(or `--mode tools`, or `--mode extractive`, which needs no key), then reload this page. Each JSON file "
+        "under `benchmark_runs/` is one run; a sub-folder names its suite.", icon=":material/lightbulb:")
     st.stop()
 
 df = pd.DataFrame([r.model_dump() for r in rows])
@@ -31,7 +32,7 @@ df["report"] = df.run_id.map(report_path)
 
 f1, f2, f3 = st.columns(3)
 suites = f1.multiselect("Suite", sorted(df.suite.unique()), placeholder="All suites")
-modes = f2.multiselect("Mode", sorted(df["mode"].unique()), placeholder="Both modes")
+modes = f2.multiselect("Mode", sorted(df["mode"].unique()), placeholder="All modes")
 models = f3.multiselect("Models", sorted(df.models.unique()), placeholder="All models")
 keep = pd.Series(True, index=df.index)
 for column, wanted in (("suite", suites), ("mode", modes), ("models", models)):
@@ -47,7 +48,8 @@ st.dataframe(
         "report": st.column_config.LinkColumn("report", display_text="open", width=50,
                                               help="The shareable link of the run's report"),
         "question": st.column_config.TextColumn("question", width="medium"),
-        "models": st.column_config.TextColumn("models", width="small", help="lead / worker model"),
+        "models": st.column_config.TextColumn("models", width="small",
+                                              help="lead / worker model; \"no model\" for extractive runs"),
         "date": st.column_config.TextColumn("date (UTC)", width="small"),
         "findings": st.column_config.NumberColumn("verified", width=60,
                                                   help="Findings whose quote code located in a fetched page"),
@@ -61,15 +63,17 @@ st.dataframe(
 st.caption(f"{len(shown)} of {len(df)} runs shown.")
 
 pick, go = st.columns([4, 1], vertical_alignment="bottom")
-labels = {r.run_id: f"{r.question[:110]} ({r.mode}, {r.run_id})" for r in shown.itertuples()}
+labels = {r.run_id: f"{r.question[:110]} ({mode_label(str(r.mode))}, {r.run_id})"
+          for r in shown.itertuples()}
 choice = pick.selectbox("Open a report", list(labels), format_func=labels.__getitem__)
 if choice:
     go.page_link("ui/pages/report.py", label="Open the report", icon=":material/article:",
                  query_params={"run": choice})
 
-st.subheader("Fixed vs tools")
-by_mode = shown.groupby("mode").agg(runs=("run_id", "count"), cost_usd=("cost_usd", "mean"),
-                                    coverage=("coverage", "mean"), seconds=("seconds", "mean")).reset_index()
+st.subheader("Modes compared")
+by_mode = shown.assign(mode=shown["mode"].map(mode_label)).groupby("mode").agg(
+    runs=("run_id", "count"), cost_usd=("cost_usd", "mean"), coverage=("coverage", "mean"),
+    seconds=("seconds", "mean")).reset_index()
 if by_mode.empty:
     st.write("No runs match the filters.")
 else:

@@ -1,7 +1,8 @@
 """Live research (gated): unlock with the access code, ask a question, watch the run, read the report.
 
-The run itself happens in a background thread of the job registry (pipeline/live.py), which never calls st.*; this
-page only reads its progress, polled by a fragment. The unlocked state lives in this session only, never the URL.
+The run itself happens in a background thread of the job registry (ui/jobs.py), which never calls st.*; this page
+only reads its progress, polled by a fragment. The unlocked state lives in this session only, never the URL. Without a
+model key only the extractive mode (no model) is offered.
 """
 from __future__ import annotations
 
@@ -10,12 +11,11 @@ import streamlit as st
 from pipeline.store.timeline import load_timeline
 from ui.access import code_matches, reveals_code, visitor_id
 from ui.components import md_text, show_report
-from ui.jobs import PRESETS, Job, JobRegistry
+from ui.jobs import MODES, PRESETS, Job, JobRegistry, preset_label
+from ui.library import mode_label
 from ui.state import access, config, limiter, registry
 
 UNLOCKED, JOB = "live_unlocked", "live_job"
-MODES = {"fixed": "fixed: code runs the planned searches (cheaper, predictable)",
-         "tools": "tools: a model worker per sub-question searches and reads (more thorough)"}
 
 cfg = config()
 st.title("Live research")
@@ -49,16 +49,20 @@ st.caption(f"Server limits: {jobs.running()} of {limits.max_concurrent} live run
 def progress_view(job: Job) -> None:
     """Budget use against the limits, findings so far, recent activity, and a cancel button."""
     p = job.progress()
-    st.markdown(f"**Question:** {md_text(p.question)}  \n**Mode:** {p.mode} · **Step:** {md_text(p.step)} · "
-                f"{p.seconds:.0f} s")
+    st.markdown(f"**Question:** {md_text(p.question)}  \n**Mode:** {md_text(mode_label(p.mode))} · "
+                f"**Step:** {md_text(p.step)} · {p.seconds:.0f} s")
     lim = p.limits
     cols = st.columns(4)
-    for col, name, used, cap in ((cols[0], "Searches", p.searches, lim.searches),
-                                 (cols[1], "Fetches", p.fetches, lim.fetches),
-                                 (cols[2], "Model calls", p.model_calls, lim.model_calls)):
+    bars = [("Searches", p.searches, lim.searches), ("Fetches", p.fetches, lim.fetches)]
+    if p.mode != "extractive":
+        bars.append(("Model calls", p.model_calls, lim.model_calls))
+    for col, (name, used, cap) in zip(cols, bars, strict=False):
         col.progress(min(1.0, used / cap) if cap else 1.0, text=f"{name}: {used} of {cap}")
-    cols[3].progress(min(1.0, p.cost_usd / lim.cost_usd) if lim.cost_usd else 1.0,
-                     text=f"Cost: \\${p.cost_usd:.4f} of \\${lim.cost_usd:.2f}")
+    if p.mode == "extractive":
+        cols[2].caption("No model: code selects the sentences, so there are no model calls and no cost.")
+    else:
+        cols[3].progress(min(1.0, p.cost_usd / lim.cost_usd) if lim.cost_usd else 1.0,
+                         text=f"Cost: \\${p.cost_usd:.4f} of \\${lim.cost_usd:.2f}")
     m1, m2 = st.columns(2)
     m1.metric("Findings saved", p.findings)
     m2.metric("Quotes rejected", p.rejected)
@@ -91,7 +95,8 @@ if job is not None and job.done:
     else:
         rr = job.result
         n = len(rr.findings)
-        st.success(f"Finished: {rr.status}, {n} finding{'s' if n != 1 else ''}, \\${rr.usage.cost_usd:.4f}.",
+        cost = "no model, \\$0" if rr.mode == "extractive" else f"\\${rr.usage.cost_usd:.4f}"
+        st.success(f"Finished: {rr.status}, {n} finding{'s' if n != 1 else ''}, {cost}.",
                    icon=":material/check_circle:")
         st.page_link("ui/pages/report.py", label="Open in the report view (shareable link)",
                      icon=":material/article:", query_params={"run": rr.run_id})
@@ -101,18 +106,25 @@ if job is not None and job.done:
         st.rerun()
     st.stop()
 
-if (problem := jobs.check_config()) is not None:
-    st.error(md_text(problem), icon=":material/error:")
+offer = jobs.offer()
+if offer.problem is not None:
+    st.error(md_text(offer.problem), icon=":material/error:")
     st.stop()
+if offer.note is not None:
+    st.info(md_text(offer.note), icon=":material/info:")
+if st.session_state.get("mode") not in offer.modes:  # e.g. a model key was removed since this session chose
+    st.session_state.pop("mode", None)
+# Outside the form, so that the budget choices below follow the mode picked.
+mode = st.radio("Researcher mode", offer.modes, format_func=MODES.__getitem__, key="mode")
 
 with st.form("ask"):
     question = st.text_area("Question", max_chars=500, key="question",
                             placeholder="e.g. What does Qdrant Cloud pricing start at?")
-    mode = st.radio("Researcher mode", list(MODES), format_func=MODES.__getitem__, key="mode")
     preset = st.selectbox("Budget", list(PRESETS), index=0, key="preset",
-                          format_func=lambda k: PRESETS[k].label,
-                          help=f"Each run is also capped at ${limits.max_run_usd:.2f} and by what is left of "
-                               "today's limit.")
+                          format_func=lambda k: preset_label(k, mode),
+                          help="Extractive runs cost nothing; the searches and fetches still count."
+                          if mode == "extractive" else f"Each run is also capped at ${limits.max_run_usd:.2f} and "
+                                                       "by what is left of today's limit.")
     start = st.form_submit_button("Start research", icon=":material/play_arrow:", type="primary")
 if start and reveals_code(question or "", state):
     st.error("Your question contains the access code. Remove it and ask again: questions are saved with their "

@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui.components import md_text, show_report
+from ui.library import mode_label
 from ui.state import config, find_run, library
 
 cfg = config()
@@ -19,7 +20,7 @@ if found is None:
     if not rows:
         st.info("No saved runs yet: see the Benchmarks page for how to produce one.")
         st.stop()
-    labels = {r.run_id: f"{r.question[:110]} ({r.mode}, {r.date or r.run_id})" for r in rows}
+    labels = {r.run_id: f"{r.question[:110]} ({mode_label(r.mode)}, {r.date or r.run_id})" for r in rows}
     choice = st.selectbox("Saved runs", list(labels), index=None, format_func=labels.__getitem__,
                           placeholder="Choose a run to open")
     if choice:

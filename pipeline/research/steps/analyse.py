@@ -134,7 +134,8 @@ def propose_findings(plan: Plan, sources_by_sq: dict[str, list[str]], ctx: RunCo
 
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_THREADS, len(pairs))), thread_name_prefix="analyst") as pool:
         errors = list(pool.map(one, pairs))
-    problems = _problems("analyst_unavailable", "the analyst", [(f"{sid} for {sq.id}", e) for (sq, sid), e in zip(pairs, errors)],
+    failures = [(f"{sid} for {sq.id}", e) for (sq, sid), e in zip(pairs, errors, strict=True)]
+    problems = _problems("analyst_unavailable", "the analyst", failures,
                          "these sources were not read, so they gave no findings")
     ctx.events.emit(StepEvent(name=STEP, status="finished", part="propose", findings=len(counted),
                               problems=len(problems)))
@@ -150,7 +151,8 @@ def judge_support(ctx: RunContext, findings: list[Finding]) -> list[Problem]:
     def one(f: Finding) -> LLMError | None:
         if breaker.error is not None:
             return breaker.error
-        user = f'<claim>{tags.text(f.claim)}</claim>\n<quote source="{tags.attr(f.source)}">{tags.text(f.quote)}</quote>'
+        user = (f'<claim>{tags.text(f.claim)}</claim>\n'
+                f'<quote source="{tags.attr(f.source)}">{tags.text(f.quote)}</quote>')
         try:
             verdict = ctx.llm.structured(model=ctx.worker_model, system=load("support_judge"), messages=user,
                                          output=Verdict, max_tokens=JUDGE_TOKENS, phase=Phase.SYNTHESIS,
@@ -162,7 +164,8 @@ def judge_support(ctx: RunContext, findings: list[Finding]) -> list[Problem]:
 
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_THREADS, len(todo))), thread_name_prefix="judge") as pool:
         errors = list(pool.map(one, todo))
-    problems = _problems("judge_unavailable", "the support judge", [(f.id, e) for f, e in zip(todo, errors)],
+    failures = [(f.id, e) for f, e in zip(todo, errors, strict=True)]
+    problems = _problems("judge_unavailable", "the support judge", failures,
                          'their support is "unknown": they are passed on flagged low confidence')
     ctx.events.emit(StepEvent(name=STEP, status="finished", part="judge", problems=len(problems)))
     return problems

@@ -93,7 +93,7 @@ def check_report(markdown: str, evidence: Evidence) -> list[Problem]:
     findings = {f.id: f for f in evidence.findings}
     sources = {s.id: s for s in evidence.sources}
     calcs = {c.id: c for c in evidence.calculations}
-    gaps = dict(zip(evidence.gap_ids(), evidence.gaps))
+    gaps = dict(zip(evidence.gap_ids(), evidence.gaps, strict=True))
     gap_ids = set(gaps)
     problems: list[Problem] = []
     mentioned_gaps: set[str] = set()
@@ -140,7 +140,7 @@ def check_report(markdown: str, evidence: Evidence) -> list[Problem]:
     for url in _URL.findall(body_of(markdown)):
         if url_key(url.rstrip(".,;:")) not in fetched:
             problem("unfetched_url", f"{url} was not fetched in this run; remove it.", url)
-    for gid, gap in zip(evidence.gap_ids(), evidence.gaps):
+    for gid, gap in zip(evidence.gap_ids(), evidence.gaps, strict=True):
         if gid not in mentioned_gaps:
             problem("gap_not_mentioned", f"Gap [{gid}] is not mentioned: say that no source answered: {gap}", gap)
     return problems

@@ -1,4 +1,5 @@
-"""Conflicts found in code: findings on the same sub-question, from different sources, making the same claim with different figures."""
+"""Conflicts found in code: findings on the same sub-question, from different sources, making the same claim with
+different figures."""
 from __future__ import annotations
 
 import re
@@ -8,7 +9,8 @@ from pipeline.core.schema import Conflict, Finding, Source
 
 _FIGURE = re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?(?:%|percent|per ?cent)|\d[\d,]*(?:\.\d+)?")
 _WORD = re.compile(r"[a-z]{3,}")
-_STOP = frozenset(["the", "and", "for", "with", "that", "this", "from", "are", "was", "were", "has", "have", "its", "per", "into", "than", "about", "which"])
+_STOP = frozenset(["the", "and", "for", "with", "that", "this", "from", "are", "was", "were", "has", "have", "its",
+                   "per", "into", "than", "about", "which"])
 SIMILARITY = 0.5
 
 
@@ -40,9 +42,12 @@ def find_conflicts(findings: list[Finding], sources: list[Source]) -> list[Confl
             continue
         fa, fb = _figures(a.claim) | _figures(a.quote), _figures(b.claim) | _figures(b.quote)
         if fa and fb and fa.isdisjoint(fb):
-            conflicts.append(Conflict(
-                sub_question=a.sub_question, findings=[a.id, b.id],
-                description=(f"{a.id} ({a.source}, {dates.get(a.source, 'undated')}) says \"{a.quote}\"; "
-                             f"{b.id} ({b.source}, {dates.get(b.source, 'undated')}) says \"{b.quote}\"."),
-            ))
+            conflicts.append(conflict(a, b, dates))
     return conflicts
+
+
+def conflict(a: Finding, b: Finding, dates: dict[str, str]) -> Conflict:
+    """The Conflict of two findings, both quotes side by side with their sources' dates."""
+    return Conflict(sub_question=a.sub_question, findings=[a.id, b.id],
+                    description=(f"{a.id} ({a.source}, {dates.get(a.source, 'undated')}) says \"{a.quote}\"; "
+                                 f"{b.id} ({b.source}, {dates.get(b.source, 'undated')}) says \"{b.quote}\"."))

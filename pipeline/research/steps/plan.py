@@ -160,6 +160,6 @@ def _best(question: str, drafts: list[PlanDraft], ctx: RunContext) -> tuple[int,
             return None
 
     with ThreadPoolExecutor(max_workers=min(len(todo), 4), thread_name_prefix="plan_judge") as pool:
-        by_draft = dict(zip(todo, pool.map(score, todo)))
+        by_draft = dict(zip(todo, pool.map(score, todo), strict=True))
     scores = [by_draft[first_of[i]] for i in range(len(drafts))]
     return max(range(len(drafts)), key=lambda i: (scores[i] or 0, -i)), scores

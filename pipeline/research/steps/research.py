@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import repeat
 from urllib.parse import urlsplit
 
 from pipeline.core.budget import Phase
@@ -116,7 +117,9 @@ def _fetch_all(progress: dict[str, _Progress], ctx: RunContext, want: int) -> bo
                 return False
             todo = list(dict.fromkeys(c.key for _sq, c in wave if c.key not in results))
             urls = {c.key: c.url for _sq, c in wave}
-            for key, page in zip(todo, pool.map(lambda k: ctx.fetcher.fetch(urls[k], Phase.RESEARCH), todo)):
+            # The URLs are looked up now, not inside the worker threads, so no call sees a later wave's `urls`.
+            pages = pool.map(ctx.fetcher.fetch, [urls[key] for key in todo], repeat(Phase.RESEARCH))
+            for key, page in zip(todo, pages, strict=True):
                 results[key] = page
             _take(wave, progress, results)
             if any(results[key].error_kind == "budget" for key in todo):

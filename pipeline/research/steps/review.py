@@ -72,7 +72,7 @@ def review(markdown: str, evidence: Evidence, ctx: RunContext, *,
     if todo:
         with ThreadPoolExecutor(max_workers=min(JUDGE_THREADS, len(todo))) as pool:
             results = list(pool.map(lambda sm: _judge(sm[1], ctx), todo))
-        for (s, m), result in zip(todo, results):
+        for (s, m), result in zip(todo, results, strict=True):
             if isinstance(result, Verdict):
                 cache[m] = result
             else:
@@ -104,7 +104,8 @@ def write_and_review(question: str, evidence: Evidence, conflicts: list[Conflict
         ctx.events.emit(StepEvent(name="write", status="started", round=0))
         body = no_evidence_report(question, evidence)
         ctx.events.emit(StepEvent(name="write", status="finished", round=0, no_evidence=True))
-        return ReviewOutcome(markdown=_final(body, evidence), problems=check_report(body, evidence), rounds_used=0)
+        return ReviewOutcome(markdown=final_report(body, evidence), problems=check_report(body, evidence),
+                             rounds_used=0)
     cache: dict[str, Verdict] = {}
     ctx.events.emit(StepEvent(name="write", status="started", round=0))
     try:
@@ -114,7 +115,7 @@ def write_and_review(question: str, evidence: Evidence, conflicts: list[Conflict
         ctx.events.emit(StepEvent(name="write", status="finished", round=0, fallback=True))
         problems = [Problem(kind="writer_unavailable", step="write", message=(
             f"The writer model failed ({e.message}); this report only lists the verified findings and gaps."))]
-        return ReviewOutcome(markdown=_final(body, evidence),
+        return ReviewOutcome(markdown=final_report(body, evidence),
                              problems=problems + review(body, evidence, ctx, verdicts=cache), rounds_used=0)
     ctx.events.emit(StepEvent(name="write", status="finished", round=0))
     problems = _reviewed(body, evidence, ctx, cache, 0)
@@ -135,7 +136,7 @@ def write_and_review(question: str, evidence: Evidence, conflicts: list[Conflict
         problems = _reviewed(body, evidence, ctx, cache, used)
         if len(problems) <= len(best[1]):
             best = (body, problems)
-    return ReviewOutcome(markdown=_final(best[0], evidence), problems=best[1], rounds_used=used)
+    return ReviewOutcome(markdown=final_report(best[0], evidence), problems=best[1], rounds_used=used)
 
 
 def _reviewed(body: str, evidence: Evidence, ctx: RunContext, cache: dict[str, Verdict],
@@ -146,5 +147,6 @@ def _reviewed(body: str, evidence: Evidence, ctx: RunContext, cache: dict[str, V
     return problems
 
 
-def _final(body: str, evidence: Evidence) -> str:
+def final_report(body: str, evidence: Evidence) -> str:
+    """The report body with the Sources section that code builds from the cited findings."""
     return f"{body.rstrip()}\n\n{sources_section(body, evidence)}"

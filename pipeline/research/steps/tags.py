@@ -1,4 +1,5 @@
-"""Escaping for the tagged user messages of every step (<question>, <finding id="...">, ...): data cannot forge a tag."""
+"""Escaping for the tagged user messages of every step (<question>, <finding id="...">, ...): data cannot forge a
+tag."""
 from __future__ import annotations
 
 import html

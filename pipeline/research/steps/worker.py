@@ -61,7 +61,7 @@ def describes_tool_call(text: str) -> bool:
 
 
 def first_message(sq: SubQuestion) -> str:
-    """The worker's first user message (fixed format: notes/issue4.md item 7)."""
+    """The worker's first user message, in a fixed format (pinned by tests/test_worker.py)."""
     queries = "\n".join(tags.text(" ".join(q.split())) for q in sq.queries if q.strip())
     return (f'<sub_question id="{tags.attr(sq.id)}">{tags.text(sq.question)}'
             f"</sub_question>\n<success_criterion>{tags.text(sq.success_criterion)}"

@@ -49,13 +49,14 @@ def writer_message(question: str, evidence: Evidence, conflicts: list[Conflict],
                  "title": (src.title if src else None) or "Untitled",
                  "published": (src.published if src else None) or "undated",
                  "confidence": f.confidence, "support": f.support}
-        parts += [f"<finding {tags.attrs(attrs)}>", f"<claim>{tags.text(f.claim)}</claim>", f"<quote>{tags.text(f.quote)}</quote>",
-                  "</finding>"]
+        parts += [f"<finding {tags.attrs(attrs)}>", f"<claim>{tags.text(f.claim)}</claim>",
+                  f"<quote>{tags.text(f.quote)}</quote>", "</finding>"]
     parts += ["</findings>", "<calculations>"]
     parts += [f"<calculation {tags.attrs({'id': c.id, 'expression': c.expression, 'result': c.result})}/>"
               for c in evidence.calculations]
     parts += ["</calculations>", "<gaps>"]
-    parts += [f'<gap id="{gid}">{tags.text(gap)}</gap>' for gid, gap in zip(evidence.gap_ids(), evidence.gaps)]
+    parts += [f'<gap id="{gid}">{tags.text(gap)}</gap>'
+              for gid, gap in zip(evidence.gap_ids(), evidence.gaps, strict=True)]
     parts += ["</gaps>", "<conflicts>"]
     parts += [f"<conflict {tags.attrs({'findings': ','.join(c.findings)})}>{tags.text(c.description)}</conflict>"
               for c in conflicts]
@@ -63,8 +64,8 @@ def writer_message(question: str, evidence: Evidence, conflicts: list[Conflict],
     if draft is not None:
         parts.append(f"<draft>{tags.text(draft)}</draft>")
         parts.append("<problems>")
-        parts += [f"<problem {tags.attrs({'kind': p.kind, 'sentence': p.sentence or ''})}>{tags.text(p.message)}</problem>"
-                  for p in problems or []]
+        parts += [f"<problem {tags.attrs({'kind': p.kind, 'sentence': p.sentence or ''})}>"
+                  f"{tags.text(p.message)}</problem>" for p in problems or []]
         parts.append("</problems>")
     return "\n".join(parts)
 
@@ -147,7 +148,7 @@ def safe_url(url: str) -> str:
 def no_evidence_report(question: str, evidence: Evidence) -> str:
     """The report when no finding survived: a title, the label and one cited sentence per gap; no figures invented."""
     lines = [f"# {_one_line(question) or 'Research report'}", "", label(evidence), ""]
-    gaps = list(zip(evidence.gap_ids(), evidence.gaps))
+    gaps = list(zip(evidence.gap_ids(), evidence.gaps, strict=True))
     if not gaps:
         lines.append("No source that was fetched answered the question, so this report states no findings.")
     for gid, gap in gaps:
@@ -161,7 +162,7 @@ def fallback_report(question: str, evidence: Evidence) -> str:
     for f in usable_findings(evidence):
         caveat = " (low confidence)" if f.confidence == "low" else ""
         lines.append(f"- {inert(f.claim).rstrip('. ')}{caveat} [{f.id}].")
-    gaps = list(zip(evidence.gap_ids(), evidence.gaps))
+    gaps = list(zip(evidence.gap_ids(), evidence.gaps, strict=True))
     if gaps:
         lines += ["", "## Not established", ""]
         lines += [f"- No source that was fetched answered: {inert(gap).rstrip('.')} [{gid}]." for gid, gap in gaps]

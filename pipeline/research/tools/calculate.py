@@ -5,17 +5,19 @@ import ast
 import math
 import operator
 import re
+from collections.abc import Callable
 
 MAX_EXPRESSION_CHARS = 300
 MAX_EXPONENT = 1_000
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-_BINARY = {
+_BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
     ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
 }
-_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
-_FUNCTIONS = {"round": round, "abs": abs, "min": min, "max": max, "sqrt": math.sqrt, "log": math.log,
-              "log10": math.log10, "exp": math.exp}
+_UNARY: dict[type[ast.unaryop], Callable[[float], float]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_FUNCTIONS: dict[str, Callable[..., float]] = {
+    "round": round, "abs": abs, "min": min, "max": max, "sqrt": math.sqrt, "log": math.log,
+    "log10": math.log10, "exp": math.exp}
 
 
 class CalcError(ValueError):
@@ -25,7 +27,8 @@ class CalcError(ValueError):
 def _eval(node: ast.AST) -> float:
     if isinstance(node, ast.Expression):
         return _eval(node.body)
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    # Not bool (an int subclass): True and False are not numbers here.
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _eval(node.left), _eval(node.right)

@@ -105,7 +105,8 @@ class SearchService:
         else:
             charged = True
             try:
-                outcome.results = unique_results(self._provider.search(query, n=max(1, n), recency_days=recency_days))[:n]
+                found = self._provider.search(query, n=max(1, n), recency_days=recency_days)
+                outcome.results = unique_results(found)[:n]
                 if not outcome.results:
                     outcome.message = f"NO_RESULTS: the search returned nothing for {query!r}; try different words."
             except SearchFailed as e:

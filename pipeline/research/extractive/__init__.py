@@ -1,0 +1,1 @@
+"""The no-model extractive mode's pure algorithms: question splitting (questions.py), sentence selection (select.py)."""

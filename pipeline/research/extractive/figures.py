@@ -1,0 +1,58 @@
+"""The figures of a sentence that answer a question: ages for "how old", numbers next to the question's own words.
+
+Two quotes selected for one sub-question from different pages conflict when both carry answer figures and no figure
+is shared ("12,000 employees" against "12,500 employees"); figures about something else in the same sentences
+("$8 billion" valuation next to a head count) do not count, because no question word stands beside them.
+"""
+from __future__ import annotations
+
+import re
+
+from pipeline.research.extractive.select import AGE, answer_kinds
+from pipeline.research.extractive.terms import content_terms, terms_of
+
+WINDOW = 3  # content words either side of a figure that tie it to the question
+_FIGURE = re.compile(r"(?<![\w.])[$€£]?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent|per cent|million|billion|trillion|"
+                     r"thousand|bn|m)\b|%)?", re.I)
+_MONTH = re.compile(r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?\s+$")
+_MAGNITUDE = {"thousand": "e3", "million": "e6", "m": "e6", "billion": "e9", "bn": "e9", "trillion": "e12"}
+
+
+def _normal(figure: str) -> str:
+    """'$12,500' -> '12500', '8 billion' -> '8e9', '51 %' -> '51%': one spelling per value."""
+    m = re.match(r"[$€£]?([\d,]*\d(?:\.\d+)?)\s?(.*)$", figure.strip())
+    if m is None:
+        return figure
+    digits, unit = m.group(1).replace(",", ""), m.group(2).lower()
+    if "." in digits:
+        digits = digits.rstrip("0").rstrip(".")
+    if unit in ("%", "percent", "per cent"):
+        return digits + "%"
+    return digits + _MAGNITUDE.get(unit, "")
+
+
+def answer_figures(question: str, sentence: str) -> frozenset[str]:
+    """The normalised figures of `sentence` that answer `question`; empty when it carries none."""
+    kinds = answer_kinds(question)
+    found: set[str] = set()
+    if "age" in kinds:
+        found |= {_normal(n) for m in AGE.finditer(sentence) for n in re.findall(r"\d{1,3}", m.group())}
+    wanted = set(content_terms(question, stemmed=True))
+    if not wanted:
+        return frozenset(found)
+    for m in _FIGURE.finditer(sentence):
+        if "date" not in kinds and (re.fullmatch(r"(?:19|20)\d\d", m.group()) or _MONTH.search(sentence[:m.start()])):
+            continue  # a year or a day of a month beside a figure is when, not how many
+        before = terms_of(sentence[: m.start()], stemmed=True)[-WINDOW:]
+        after = terms_of(sentence[m.end():], stemmed=True)[:WINDOW]
+        if wanted & set(before + after):
+            found.add(_normal(m.group()))
+    return frozenset(found)
+
+
+def disagree(question: str, a: str, b: str) -> bool:
+    """Whether sentences `a` and `b` both answer `question` with figures and share none of them."""
+    fa, fb = answer_figures(question, a), answer_figures(question, b)
+    return bool(fa and fb) and fa.isdisjoint(fb)
+
+

@@ -1,0 +1,242 @@
+"""Split a question into at most `max_parts` sub-questions with 2-3 search queries each, in code (no model)."""
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, Field
+
+from .terms import ABBREVIATIONS, QUESTION_WORDS, STOP_WORDS, content_terms, strip_request, word_list
+
+__all__ = ["SubQuery", "SplitResult", "split_question", "split_question_result", "content_terms",
+           "MAX_QUESTION_CHARS"]
+
+MAX_QUESTION_CHARS = 1000  # longer questions are cut at a sentence or word boundary before this
+MAX_PIECES = 40  # bounded work: pieces considered before capping, whatever the input
+MAX_QUERY_CHARS = 200
+MAX_QUERY_TERMS = 12
+
+_AUXILIARIES = frozenset(word_list("""
+    is are was were do does did can could will would should has have had may might must
+"""))
+_CLAUSE_OPENERS = QUESTION_WORDS | _AUXILIARIES  # "... and how much does it cost?", "... and did it ...?"
+_PRONOUNS = frozenset(word_list("""
+    it its they them their this that these those he she his her him
+"""))
+_NO_LIST = re.compile(r"\b(?:compare[ds]?|comparison|versus|vs|differ\w*|between|both|together|combined|total|"
+                      r"sum|ratio|relationship)\b", re.I)
+_QUESTION_MARKS = "?？؟"
+_ENDS = _QUESTION_MARKS + "!;。！"
+_HARD_END = re.compile(r"[?？؟!;。！]+|\n+")
+_STOP_THEN_CAPITAL = re.compile(r"\.\s+(?=[\"“¿¡(]?[A-Z])")
+# "and"/";" before a clause, or a comma before a question word: the right side may be a question of its own.
+_JOIN = re.compile(r",?\s+(?:and(?:\s+also)?|as\s+well\s+as|plus)\s+(?=(?P<a>\w+))|;\s*(?=(?P<b>\w+))"
+                   r"|,\s+(?=(?P<c>who|what|when|where|why|how|which)\b)", re.I)
+_LIST_SEP = re.compile(r",\s+(?:(?:and|or)\s+)?|\s+(?:and|or)\s+", re.I)
+_WORD = re.compile(r"[\w'’.-]+")
+_ENTITY = re.compile(r"\b(?:[A-Z][\w'’.-]*|\d[\d.,%]*\w*)(?:\s+(?:[A-Z][\w'’.-]*|\d[\d.,%]*|(?:of|de|la|von|van)\b))*")
+_QUOTED = re.compile(r"[\"“”«»](?P<q>[^\"“”«»]{2,80})[\"“”«»]")
+
+
+class SubQuery(BaseModel):
+    """One sub-question and the search queries that research it (empty when it has no content words)."""
+
+    question: str
+    queries: list[str] = Field(default_factory=list)
+
+
+class SplitResult(BaseModel):
+    """The sub-questions researched (at most max_parts), those dropped by the cap, and whether the input was cut."""
+
+    parts: list[SubQuery] = Field(default_factory=list)
+    dropped: list[str] = Field(default_factory=list)
+    truncated: bool = False
+
+
+def _truncate(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, at the last sentence end, else the last space, before the limit."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    cut = max(head.rfind(c) for c in _ENDS + ".\n")
+    if cut < limit // 2:
+        cut = head.rfind(" ")
+    return head[: cut + 1 if cut > 0 else limit].rstrip()
+
+
+def _sentences(text: str) -> list[str]:
+    """`text` split after ?, !, ;, newlines, and at ". " before a capital unless the word is an abbreviation."""
+    out: list[str] = []
+    start = 0
+    for m in _HARD_END.finditer(text):
+        out.append(text[start:m.end()])
+        start = m.end()
+    out.append(text[start:])
+    sentences: list[str] = []
+    for chunk in out:
+        begin = 0
+        for m in _STOP_THEN_CAPITAL.finditer(chunk):
+            words = chunk[begin:m.start()].split()
+            last = words[-1].lower().strip("\"'“”(") if words else ""
+            if not last or last in ABBREVIATIONS or len(last.rstrip(".")) == 1 and last[:1].isalpha():
+                continue
+            sentences.append(chunk[begin:m.start() + 1])
+            begin = m.end()
+        sentences.append(chunk[begin:])
+    return [s.strip() for s in sentences if s.strip()]
+
+
+def _clauses(sentence: str) -> list[str]:
+    """`sentence` split at "and"/";"/", who..." where the right side opens a clause of its own with content."""
+    out, start = [], 0
+    for m in _JOIN.finditer(sentence):
+        word = (m.group("a") or m.group("b") or m.group("c") or "").lower()
+        opens = word in _CLAUSE_OPENERS if m.group("a") else (True if m.group("b") else word in QUESTION_WORDS)
+        if opens and content_terms(sentence[start:m.start()]) and content_terms(sentence[m.end():]):
+            out.append(sentence[start:m.start()])
+            start = m.end()
+    out.append(sentence[start:])
+    return [c.strip(" ,;") for c in out if c.strip(" ,;")]
+
+
+def _is_name(word: str) -> bool:
+    return word[:1].isupper() and word.lower() not in STOP_WORDS
+
+
+def _expand_list(clause: str) -> list[str]:
+    """"What were the revenue, profit and staff of Acme?" -> one question per item, when the clause holds a
+    list of three or more short items (a comma list ending in "and"/"or") and asks no comparison."""
+    if _NO_LIST.search(clause):
+        return [clause]
+    seps = list(_LIST_SEP.finditer(clause))
+    for i in range(len(seps) - 1):
+        run = seps[i:]
+        if not run[0].group().lstrip().startswith(","):
+            continue
+        last = next((j for j, m in enumerate(run) if re.search(r"\b(?:and|or)\b", m.group(), re.I)), None)
+        if not last:
+            continue
+        run = run[: last + 1]
+        if not all(m.group().lstrip().startswith(",") for m in run[:-1]):
+            continue
+        middles = [clause[a.end():b.start()] for a, b in zip(run, run[1:], strict=False)]
+        if not all(1 <= len(_WORD.findall(m)) <= 3 for m in middles):
+            continue
+        width = max(len(_WORD.findall(m)) for m in middles)
+        head_words = list(_WORD.finditer(clause[: run[0].start()]))
+        tail_words = list(_WORD.finditer(clause, run[-1].end()))
+        if len(head_words) <= width or len(tail_words) < width:
+            continue
+        first, end = len(head_words) - width, width - 1
+        while first > 1 and _is_name(head_words[first - 1].group()) and _is_name(head_words[first].group()):
+            first -= 1  # "of Google Stadia, ..." keeps the whole name as the first item
+        while end + 1 < len(tail_words) and _is_name(tail_words[end + 1].group()):
+            end += 1  # "... and Apple Arcade" keeps the whole name as the last item
+        first_start, last_end = head_words[first].start(), tail_words[end].end()
+        head, tail = clause[:first_start], clause[last_end:]
+        items = [clause[first_start:run[0].start()], *middles, clause[run[-1].end():last_end]]
+        if not content_terms(head + tail) or not all(content_terms(it) for it in items):
+            continue
+        return [f"{head}{item.strip()}{tail}" for item in items]
+    return [clause]
+
+
+def _tidy(part: str, ask: bool) -> str:
+    part = " ".join(part.split()).strip(" ,;:")
+    part = re.sub(r"^(?:and|also|plus|but|or|so)\s+", "", part, flags=re.I).strip(" ,;:")
+    asked = strip_request(part)
+    if asked and asked.split(" ", 1)[0].lower() in _CLAUSE_OPENERS:
+        part, ask = asked, True  # "Please tell me who founded X" -> "Who founded X?"
+    if not part:
+        return part
+    part = part[0].upper() + part[1:]
+    if ask and part[-1] not in _ENDS + ".":
+        part += "?"
+    return part
+
+
+def _entities(text: str) -> list[str]:
+    """Quoted phrases, capitalised runs (not the sentence's first word) and numbers of `text`."""
+    found = [m.group("q").strip() for m in _QUOTED.finditer(text)]
+    for m in _ENTITY.finditer(text):
+        phrase = re.sub(r"(?:\s+(?:of|de|la|von|van))+$", "", m.group().strip(" .,"))  # "Bank of" -> "Bank"
+        if m.start() == 0 or not phrase or phrase.lower() in STOP_WORDS:
+            continue  # the first word is capitalised because it starts the sentence
+        found.append(phrase)
+    return list(dict.fromkeys(found))
+
+
+def _leans(question: str, terms: list[str]) -> bool:
+    """Whether `question` leans on an earlier part for its topic: a pronoun, or a single content word."""
+    return bool({w.lower() for w in re.findall(r"\w+", question)} & _PRONOUNS) or len(terms) < 2
+
+
+def _queries(question: str, topic: list[str]) -> list[str]:
+    """The question itself, its content words (plus the topic's, the last self-contained part's words,
+    when it leans on it), and its names/numbers when it has some: 2-3 distinct queries (1 when the
+    question is a single word)."""
+    terms = content_terms(strip_request(question))
+    if not terms:
+        return []
+    extra = [t for t in topic if t not in terms] if _leans(question, terms) else []
+    queries = [question[:MAX_QUERY_CHARS].strip(), " ".join((terms + extra)[:MAX_QUERY_TERMS])]
+    ents = _entities(question)
+    if ents:
+        queries.append(" ".join(f'"{e}"' if " " in e else e for e in ents)[:MAX_QUERY_CHARS].strip())
+    seen, out = set(), []
+    for q in queries:
+        key = " ".join(re.findall(r"\w+", q.lower()))
+        if key and key not in seen:
+            seen.add(key)
+            out.append(q)
+    return out[:3]
+
+
+def _pieces(text: str) -> list[tuple[str, bool]]:
+    """(piece, is_question) for each sentence of `text`, then each clause and list item; at most MAX_PIECES."""
+    out: list[tuple[str, bool]] = []
+    for sentence in _sentences(text):
+        ask = sentence[-1] in _QUESTION_MARKS or strip_request(sentence).split(" ", 1)[0].lower() in _CLAUSE_OPENERS
+        for clause in _clauses(sentence):
+            for item in _expand_list(clause):
+                out.append((item, ask))
+                if len(out) >= MAX_PIECES:
+                    return out
+    return out
+
+
+def split_question_result(question: str, max_parts: int = 4) -> SplitResult:
+    """Split `question` into at most `max_parts` sub-questions; the rest are listed in `dropped`.
+
+    Splits at several question marks (and sentence ends, ";"), at "and" when the right side opens a clause
+    of its own ("Who founded X and when did it go public?"), and at lists of three or more short items ("the
+    revenue, profit and staff of X"). Each sub-question gets 2-3 queries (see _queries).
+    Empty input, or input without a single letter or digit, gives no parts. Input with no content words at
+    all (only stop words) gives one part, the question itself, with no queries: nothing to search, the caller
+    names it as a gap. Fragments without content words ("Thanks!") are dropped silently when other parts have
+    content. Questions over MAX_QUESTION_CHARS are cut at a sentence or word boundary (`truncated`); work is
+    bounded by MAX_PIECES.
+    """
+    text = re.sub(r"[^\S\n]+", " ", (question or "").replace("\r", "\n")).strip()
+    if not re.search(r"[^\W_]", text):
+        return SplitResult()
+    short = _truncate(text, MAX_QUESTION_CHARS)
+    truncated = len(short) < len(text)
+    parts: list[SubQuery] = []
+    topic: list[str] = []
+    for piece, ask in _pieces(short):
+        sub = _tidy(piece, ask)
+        terms = content_terms(strip_request(sub))
+        if not terms or any(p.question.lower() == sub.lower() for p in parts):
+            continue
+        parts.append(SubQuery(question=sub, queries=_queries(sub, topic)))
+        if not _leans(sub, terms) or not topic:
+            topic = terms
+    if not parts:
+        return SplitResult(parts=[SubQuery(question=" ".join(short.split()), queries=[])], truncated=truncated)
+    max_parts = max(1, max_parts)
+    return SplitResult(parts=parts[:max_parts], dropped=[p.question for p in parts[max_parts:]], truncated=truncated)
+
+
+def split_question(question: str, max_parts: int = 4) -> list[SubQuery]:
+    """The sub-questions of `question` (split_question_result also says what the cap dropped)."""
+    return split_question_result(question, max_parts).parts

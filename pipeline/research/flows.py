@@ -1,0 +1,92 @@
+"""The order of the steps in each mode: with models (fixed or tools researcher) and extractive (no model at all)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pipeline.core.schema import Plan, Problem, Report, RunOptions
+from pipeline.research.context import RunContext
+from pipeline.research.steps.analyse import Analysis, analyse, judge_support, propose_findings
+from pipeline.research.steps.checks import Evidence, check_report
+from pipeline.research.steps.extractive import extractive_report, figure_conflicts, plan_by_code, select_findings
+from pipeline.research.steps.plan import make_plan
+from pipeline.research.steps.research import research_fixed
+from pipeline.research.steps.review import final_report, write_and_review
+from pipeline.research.steps.worker import research_tools
+from pipeline.research.steps.write import no_evidence_report
+
+NOT_RESEARCHED = "Not researched (the plan was capped): "
+
+
+class Step(Protocol):
+    """Runs one named step, timing it and saving a checkpoint after it."""
+
+    def __call__(self, name: str, fn: Callable[[], Any]) -> Any: ...
+
+
+@dataclass
+class SoFar:
+    """What a run has produced so far; kept by the orchestrator even when a step raises."""
+
+    plan: Plan | None = None
+    analysis: Analysis | None = None
+    report: Report = field(default_factory=Report)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _evidence(plan: Plan, analysis: Analysis, ctx: RunContext) -> Evidence:
+    gaps = analysis.gaps + [NOT_RESEARCHED + q for q in plan.not_researched]
+    return Evidence(findings=analysis.findings, sources=ctx.notebook.sources(), gaps=gaps,
+                    calculations=ctx.calculations.all(), proxies=[sq.proxy for sq in plan.sub_questions if sq.proxy])
+
+
+def _with_unread_note(markdown: str, ctx: RunContext, unread_note: Callable[[], str | None]) -> str:
+    """A report resting on no source says why when pages were found but could not be read."""
+    if (note := unread_note()) is not None and not ctx.notebook.sources():
+        return markdown.rstrip() + "\n\n" + note + "\n"
+    return markdown
+
+
+def model_flow(question: str, ctx: RunContext, options: RunOptions, step: Step, so_far: SoFar,
+               unread_note: Callable[[], str | None]) -> None:
+    """plan (lead model) -> fixed or tools research -> support judge -> analyse -> write and review."""
+    so_far.plan = plan = step("plan", lambda: make_plan(question, ctx, options))
+    if plan.fallback:
+        so_far.problems.append(Problem(kind="plan_fallback", step="plan",
+                                       message="the planner failed, so the question was researched as a whole"))
+    if options.mode == "fixed":
+        by_sq = step("research", lambda: research_fixed(plan, ctx, options))
+        so_far.problems += step("analyse", lambda: propose_findings(plan, by_sq, ctx, options)) or []
+    else:
+        so_far.problems += step("research", lambda: research_tools(plan, ctx, options)) or []
+    so_far.problems += step("judge", lambda: judge_support(ctx, ctx.notebook.findings())) or []
+    so_far.analysis = analysis = analyse(plan, ctx)
+    so_far.problems += analysis.problems
+    evidence = _evidence(plan, analysis, ctx)
+    if analysis.findings:
+        outcome = step("write", lambda: write_and_review(question, evidence, analysis.conflicts, ctx,
+                                                         options.review_rounds))
+        markdown = outcome.markdown
+        so_far.problems += outcome.problems
+    else:
+        markdown = _with_unread_note(no_evidence_report(question, evidence), ctx, unread_note)
+    so_far.report = Report(markdown=markdown, gaps=evidence.gaps, conflicts=analysis.conflicts)
+
+
+def extractive_flow(question: str, ctx: RunContext, options: RunOptions, step: Step, so_far: SoFar,
+                    unread_note: Callable[[], str | None]) -> None:
+    """plan by code -> fixed research -> sentences selected by code -> analyse -> template -> checks in code."""
+    so_far.plan = plan = step("plan", lambda: plan_by_code(question))
+    by_sq = step("research", lambda: research_fixed(plan, ctx, options))
+    so_far.problems += step("analyse", lambda: select_findings(plan, by_sq, ctx))
+    analysis = analyse(plan, ctx)
+    sources = ctx.notebook.sources()
+    so_far.analysis = analysis = analysis.model_copy(update={"conflicts": analysis.conflicts + figure_conflicts(
+        plan, analysis.findings, sources, analysis.conflicts)})
+    so_far.problems += analysis.problems
+    evidence = _evidence(plan, analysis, ctx)
+    body = step("write", lambda: extractive_report(question, plan, evidence, analysis.conflicts))
+    so_far.problems += step("review", lambda: check_report(body, evidence))
+    markdown = final_report(body, evidence) if analysis.findings else _with_unread_note(body, ctx, unread_note)
+    so_far.report = Report(markdown=markdown, gaps=evidence.gaps, conflicts=analysis.conflicts)

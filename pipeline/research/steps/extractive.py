@@ -1,0 +1,145 @@
+"""The extractive mode's steps, with no model anywhere: a plan made by code, sentences selected by code and verified
+as findings like any other, and a report written by a template that only attributes quotes, never paraphrases."""
+from __future__ import annotations
+
+from itertools import combinations
+from urllib.parse import urlsplit
+
+from pipeline.core import ids
+from pipeline.core.event_types import FindingEvent, RejectedEvent, StepEvent
+from pipeline.core.schema import Conflict, Finding, Plan, Problem, Source, SubQuestion
+from pipeline.research.context import RunContext
+from pipeline.research.extractive.figures import disagree
+from pipeline.research.extractive.questions import split_question_result
+from pipeline.research.extractive.select import PageText, SentenceIndex, select_sentences
+from pipeline.research.steps.checks import Evidence, numbers_in, sentences
+from pipeline.research.steps.conflicts import conflict
+from pipeline.research.steps.write import inert, label, no_evidence_report
+
+STEP = "extract"
+PICKS_PER_SUB_QUESTION = 3
+LABEL = ("_Machine-assisted research report, extractive (no model): every sentence below was selected by code from a "
+         "fetched page and is a verbatim quote located in it; no model wrote or judged anything. Check the sources "
+         "before relying on it._")
+
+
+def plan_by_code(question: str) -> Plan:
+    """At most four sub-questions split from the question's own clauses, each with 2-3 search queries."""
+    split = split_question_result(question)
+    sub_questions = [SubQuestion(id=f"{ids.SUB_QUESTION}{i}", question=part.question, queries=part.queries,
+                                 success_criterion="a sentence of a fetched page that answers it")
+                     for i, part in enumerate(split.parts, 1)]
+    if not sub_questions:  # nothing searchable (only stop words): the question itself is the one gap
+        sub_questions = [SubQuestion(id=f"{ids.SUB_QUESTION}1", question=question, queries=[])]
+    return Plan(sub_questions=sub_questions, not_researched=split.dropped)
+
+
+def select_findings(plan: Plan, sources_by_sq: dict[str, list[str]], ctx: RunContext) -> list[Problem]:
+    """Record the best sentences of every fetched page for each sub-question as findings (verified by the notebook).
+
+    Sentences the reviewer's sentence splitter would cut in two are skipped, so every report line stays checkable.
+    """
+    ctx.events.emit(StepEvent(name=STEP, status="started", sub_questions=len(plan.sub_questions)))
+    sources = ctx.notebook.sources()
+    index = SentenceIndex.build([PageText(source_id=s.id, title=s.title, text=ctx.notebook.text(s.id))
+                                 for s in sources])
+    problems: list[Problem] = []
+    recorded = 0
+    for sq in plan.sub_questions:
+        if not sq.queries:
+            continue
+        picks = select_sentences(sq.question, index, k=PICKS_PER_SUB_QUESTION * 2, extra_terms=sq.queries[1:2])
+        kept = 0
+        for pick in picks:
+            if kept == PICKS_PER_SUB_QUESTION or len(sentences(pick.text)) != 1:
+                continue
+            outcome = ctx.notebook.add_finding(source=pick.source_id, claim=pick.text, quote=pick.text,
+                                               sub_question=sq.id, confidence="medium")
+            if isinstance(outcome, Finding):
+                # The claim is the quote itself, word for word, so the quote supports it by construction.
+                ctx.notebook.set_support(outcome.id, "supported")
+                ctx.events.emit(FindingEvent(id=outcome.id, source=outcome.source, sub_question=sq.id))
+                kept += 1
+                recorded += 1
+            else:  # our selector and the quote matcher disagree: a bug worth seeing, not a reason to stop
+                ctx.stats.bump("quotes_rejected")
+                ctx.events.emit(RejectedEvent(source=outcome.source, reason=outcome.reason, sub_question=sq.id))
+                problems.append(Problem(kind="quote_rejected", step=STEP,
+                                        message=f"a selected sentence of {pick.source_id} was not verified: "
+                                                f"{outcome.reason}"))
+    ctx.stats.bump("findings_recorded", recorded)
+    ctx.events.emit(StepEvent(name=STEP, status="finished", findings=recorded))
+    return problems
+
+
+def figure_conflicts(plan: Plan, findings: list[Finding], sources: list[Source],
+                     known: list[Conflict]) -> list[Conflict]:
+    """Conflicts between quotes of different pages that answer one sub-question with different figures.
+
+    The claim-similarity test of the model path cannot pair two verbatim sentences worded differently, so here the
+    sub-question is the shared topic and only figures standing beside its words count (research/extractive/figures.py).
+    """
+    dates = {s.id: s.published or "undated" for s in sources}
+    seen = {frozenset(c.findings) for c in known}
+    questions = {sq.id: sq.question for sq in plan.sub_questions}
+    found: list[Conflict] = []
+    for a, b in combinations(findings, 2):
+        if (a.sub_question != b.sub_question or a.source == b.source or a.sub_question not in questions
+                or frozenset((a.id, b.id)) in seen):
+            continue
+        if disagree(questions[a.sub_question], a.quote, b.quote):
+            found.append(conflict(a, b, dates))
+    return found
+
+
+def _name(source: Source | None, allowed: set[str]) -> str:
+    """How a sentence names its source: the title, else the host, when neither brings a figure no quote holds."""
+    if source is None:
+        return "A source"
+    for name in (source.title, urlsplit(source.final_url).hostname):
+        if name and numbers_in(name) <= allowed:
+            return inert(" ".join(name.removeprefix("www.").split())[:120])
+    return "A source"
+
+
+def _attribution(f: Finding, sources: dict[str, Source]) -> str:
+    """'<title> (<date>) reports: "<quote>" [F3].' - the quote exactly as located, the source named, no paraphrase."""
+    src = sources.get(f.source)
+    published = src.published if src and src.published else None
+    allowed = numbers_in(f.quote) | (numbers_in(published) if published else set())
+    when = f" ({published})" if published else ""
+    quote = inert(f.quote).rstrip()
+    return f'{_name(src, allowed)}{when} reports: "{quote}" [{f.id}].'
+
+
+def extractive_report(question: str, plan: Plan, evidence: Evidence, conflicts: list[Conflict]) -> str:
+    """The report: one paragraph of attributed quotes per sub-question, named gaps, conflicts side by side."""
+    if not evidence.findings:
+        return no_evidence_report(question, evidence).replace(label(evidence), LABEL, 1)
+    sources = {s.id: s for s in evidence.sources}
+    gap_of = dict(zip(evidence.gaps, evidence.gap_ids(), strict=True))
+    lines = [f"# {inert(question) or 'Research report'}", "", LABEL, ""]
+    several = len(plan.sub_questions) > 1
+    for sq in plan.sub_questions:
+        found = [f for f in evidence.findings if f.sub_question == sq.id]
+        if several:
+            lines += [f"## {inert(sq.question)}", ""]
+        if found:
+            lines += [" ".join(_attribution(f, sources) for f in found), ""]
+        elif sq.question in gap_of:
+            lines += [f"No source that was fetched answered: {inert(sq.question).rstrip('.')} [{gap_of[sq.question]}].",
+                      ""]
+    others = [(g, gid) for g, gid in gap_of.items() if g not in {sq.question for sq in plan.sub_questions}]
+    if others:
+        lines += ["## Not established", ""]
+        lines += [f"- No source that was fetched answered: {inert(g).rstrip('.')} [{gid}]." for g, gid in others]
+        lines.append("")
+    if conflicts:
+        findings = {f.id: f for f in evidence.findings}
+        lines += ["## Sources disagree", ""]
+        for c in conflicts:
+            sides = [findings[i] for i in c.findings if i in findings]
+            lines += [f"- {_attribution(f, sources)}" for f in sides]
+            lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+

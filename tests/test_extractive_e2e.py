@@ -1,0 +1,197 @@
+"""The extractive mode end to end: no model, no key, no network, over the shipped `news` corpus and small corpora."""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli.main import main
+from pipeline.config import SHIPPED_CORPORA, Settings
+from pipeline.core.schema import RunOptions, RunResult
+from pipeline.research.orchestrator import research
+from pipeline.research.steps.checks import Evidence, check_report
+from pipeline.web.corpus import Corpus, CorpusPage, build_corpus
+from pipeline.web.fetch import Fetcher
+
+ROOT = Path(__file__).resolve().parents[1]
+DRAGONFLY = "https://www.sciencealert.com/we-finally-have-a-global-geological-map-of-saturn-s-moon-titan"
+ASSANGE = {"https://www.bbc.com/news/world-europe-50473792":
+           "The 48-year-old Australian was evicted in April",
+           "https://www.albawaba.com/news/sweden-drops-its-investigation-rape-allegation-against-julian-assange-1322369":
+           "extradite Assange, 47, over"}
+
+
+@pytest.fixture(scope="module")
+def news(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the shipped news corpus with its search index built once for this module."""
+    dest = tmp_path_factory.mktemp("corpora") / "news"
+    shutil.copytree(SHIPPED_CORPORA / "news", dest, ignore=shutil.ignore_patterns(".index*"))
+    Corpus.open(dest).close()
+    return dest
+
+
+def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`python -m pipeline ARGS` in a child process with `env` added; no key, the network guard on."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "RESEARCH_"))}
+    return subprocess.run([sys.executable, "-m", "pipeline", *args], env={**full, **env}, capture_output=True,
+                          text=True, timeout=120, cwd=ROOT, check=False)
+
+
+def _run(question: str, corpus: Path, db: Path) -> RunResult:
+    settings = Settings(corpus_dir=str(corpus), db_path=str(db))
+    return research(question, settings, options=RunOptions(mode="extractive"))
+
+
+def _page_text(corpus: Path, url: str) -> str:
+    """The text a fetch of `url` from the corpus gives: what quotes are checked against."""
+    page = Fetcher(Settings(), corpus=Corpus.open(corpus)).fetch(url)
+    assert page.ok and page.text is not None
+    return page.text
+
+
+def _checked(rr: RunResult, corpus: Path) -> None:
+    """Every finding's quote is the text at its offsets in its page, and the report passes the reviewer's checks."""
+    sources = {s.id: s for s in rr.sources}
+    for f in rr.findings:
+        text = _page_text(corpus, sources[f.source].final_url)
+        assert hashlib.sha256(text.encode()).hexdigest() == sources[f.source].sha256
+        assert text[f.start:f.end] == f.quote
+    evidence = Evidence(findings=rr.findings, sources=rr.sources, gaps=rr.report.gaps)
+    assert check_report(rr.report.markdown, evidence) == []
+
+
+def test_a_fresh_clone_answers_with_no_key_and_no_settings(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    proc = _cli(["run", "When is NASA's Dragonfly mission scheduled to reach Titan?", "--mode", "extractive",
+                 "--json", str(out)], {"RESEARCH_DB": str(tmp_path / "runs.sqlite")})
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    rr = RunResult.model_validate_json(out.read_text())
+    assert (rr.mode, rr.status, rr.models) == ("extractive", "complete", {"lead": "none", "worker": "none"})
+    assert rr.usage.model_calls == 0 and rr.usage.cost_usd == 0 and rr.usage.input_tokens == 0
+    by_id = {s.id: s for s in rr.sources}
+    answer = [f for f in rr.findings if by_id[f.source].final_url == DRAGONFLY and "2034" in f.quote]
+    assert answer, rr.findings
+    assert f"[{answer[0].id}]" in proc.stdout and "no model" in proc.stdout
+    _checked(rr, SHIPPED_CORPORA / "news")
+
+
+def test_an_unanswerable_question_names_a_gap_and_states_no_figure(news: Path, tmp_path: Path) -> None:
+    rr = _run("Who won the 2019 Tour de France?", news, tmp_path / "r.sqlite")
+    assert rr.status == "complete" and rr.findings == [] and rr.report.gaps
+    body = rr.report.markdown.split("\n", 1)[1]  # the title repeats the question
+    assert "[G1]" in body
+    assert not re.search(r"\d", body.replace("2019 Tour de France", "").replace("[G1]", ""))
+    _checked(rr, news)
+
+
+def test_two_pages_that_disagree_on_a_figure_give_a_conflict_with_both_dates(news: Path, tmp_path: Path) -> None:
+    rr = _run("How old is Julian Assange?", news, tmp_path / "r.sqlite")
+    sources = {s.id: s for s in rr.sources}
+    findings = {f.id: f for f in rr.findings}
+    pairs = [{sources[findings[i].source].final_url for i in c.findings} for c in rr.report.conflicts]
+    assert set(ASSANGE) in pairs
+    section = rr.report.markdown.split("## Sources disagree", 1)[1].split("## Sources", 1)[0]
+    for url, words in ASSANGE.items():
+        src = next(s for s in rr.sources if s.final_url == url)
+        assert src.published and f"({src.published})" in section and words in section
+    _checked(rr, news)
+
+
+def test_a_question_with_three_parts_gives_three_sub_questions(news: Path, tmp_path: Path) -> None:
+    rr = _run("When is NASA's Dragonfly mission scheduled to reach Titan, how many companies are eligible to bid on "
+              "NASA lunar payload task orders, and what share of Kylie Jenner's beauty business did Coty acquire?",
+              news, tmp_path / "r.sqlite")
+    assert rr.plan is not None and len(rr.plan.sub_questions) == 3
+    assert {f.sub_question for f in rr.findings} == {sq.id for sq in rr.plan.sub_questions}
+    assert rr.status == "complete"
+    _checked(rr, news)
+
+
+@pytest.mark.parametrize("question", [
+    "the and of it is",                                      # only stop words
+    "Wie viele Mitarbeiter hat WeWork in Tokio entlassen?",  # another language
+    "zyxwvu qqqpl florbix?",                                 # no page matches
+    "What happened? " + "Tell me more about the history of it all and why. " * 100,  # 5,000 characters
+])
+def test_hard_questions_give_an_honest_report_and_no_traceback(question: str, news: Path, tmp_path: Path) -> None:
+    rr = _run(question, news, tmp_path / "r.sqlite")
+    assert rr.status in ("complete", "partial") and not [p for p in rr.problems if p.kind == "internal_error"]
+    assert rr.plan is not None and 1 <= len(rr.plan.sub_questions) <= 4
+    assert rr.findings or rr.report.gaps  # either quoted evidence or a named gap, never silence
+    _checked(rr, news)
+
+
+def test_an_empty_question_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "   ", "--mode", "extractive"]) == 2
+    assert "the question is empty" in capsys.readouterr().err
+
+
+def _damaged(tmp_path: Path) -> Path:
+    corpus = tmp_path / "damaged"
+    build_corpus([CorpusPage("https://example.org/a", b"<html><body><p>" + b"Some text here. " * 40
+                             + b"</p></body></html>")], corpus)
+    page = next((corpus / "pages").iterdir())
+    page.write_bytes(gzip.compress(b"x" * 100)[:20])  # a truncated gzip stream
+    for index in corpus.glob(".index*"):
+        index.unlink()
+    return corpus
+
+
+@pytest.mark.parametrize("make", [lambda p: p / "missing", _damaged,
+                                  lambda p: (p / "bad").mkdir() or (p / "bad" / "manifest.jsonl").write_text("{")
+                                  or p / "bad"])
+def test_a_missing_or_damaged_corpus_is_one_line_naming_the_setting(make, tmp_path: Path) -> None:
+    corpus = make(tmp_path)
+    proc = _cli(["run", "What happened?", "--mode", "extractive"],
+                {"RESEARCH_CORPUS_DIR": str(corpus), "RESEARCH_DB": str(tmp_path / "r.sqlite")})
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "RESEARCH_CORPUS_DIR" in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_a_corpus_in_a_read_only_folder_is_searched_from_memory(news: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = tmp_path / "ro"
+    shutil.copytree(news, copy, ignore=shutil.ignore_patterns(".index*"))
+
+    def read_only(*args: object, **kwargs: object) -> tuple[int, str]:
+        raise OSError(30, "Read-only file system")  # as root, chmod cannot make a folder read-only
+
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    rr = _run("When is NASA's Dragonfly mission scheduled to reach Titan?", copy, tmp_path / "r.sqlite")
+    assert any("2034" in f.quote for f in rr.findings)
+    assert not list(copy.glob(".index*"))
+
+
+def test_a_model_call_in_an_extractive_run_is_refused(news: Path, tmp_path: Path) -> None:
+    from pipeline.models.base import LLMError
+    from pipeline.models.none import NoModel
+
+    with pytest.raises(LLMError, match="no model"):
+        NoModel().call(model="m", system="s", messages=[], max_tokens=1, purpose="p")
+    rr = _run("When is NASA's Dragonfly mission scheduled to reach Titan?", news, tmp_path / "r.sqlite")
+    assert rr.usage.model_calls == 0 and json.loads(rr.model_dump_json())["models"] == {"lead": "none",
+                                                                                       "worker": "none"}
+
+
+def test_a_sentence_the_reviewer_would_cut_in_two_is_not_quoted(tmp_path: Path) -> None:
+    # "Gov." is no abbreviation to the reviewer's sentence splitter, so a quote holding it would read as two
+    # sentences, one of them uncited; the selector skips such a sentence instead of writing a failing line.
+    body = ("<html><head><title>Road money</title></head><body><article><p>Gov. Whitmer said the state will spend "
+            "40 million dollars on roads next year.</p>" + "<p>Unrelated filler about the weather today.</p>" * 5
+            + "</article></body></html>").encode()
+    corpus = tmp_path / "c"
+    build_corpus([CorpusPage("https://example.org/roads", body)], corpus)
+    rr = _run("How much will the state spend on roads?", corpus, tmp_path / "r.sqlite")
+    assert rr.status == "complete", rr.problems
+    _checked(rr, corpus)

@@ -1,0 +1,189 @@
+"""The extractive mode's question splitter: sub-questions, their queries, the cap, and bad input."""
+from __future__ import annotations
+
+import pytest
+
+from pipeline.research.extractive.questions import (
+    MAX_QUESTION_CHARS,
+    SubQuery,
+    content_terms,
+    split_question,
+    split_question_result,
+)
+
+
+def questions(text: str, **kw) -> list[str]:
+    return [p.question for p in split_question(text, **kw)]
+
+
+# --- splitting -------------------------------------------------------------------------------------------------
+
+
+def test_a_simple_question_is_one_part_with_itself_and_its_content_words_as_queries():
+    [part] = split_question("How many Boeing 787 jets did Emirates order at the Dubai Air Show?")
+    assert part.question == "How many Boeing 787 jets did Emirates order at the Dubai Air Show?"
+    assert part.queries[0] == part.question
+    assert part.queries[1] == "boeing 787 jets emirates order dubai air show"
+    assert 2 <= len(part.queries) <= 3
+    assert len({q.lower() for q in part.queries}) == len(part.queries)
+
+
+def test_three_question_marks_give_three_sub_questions():
+    parts = questions("How many teachers rallied in Indianapolis? What did they demand? Who is the governor?")
+    assert parts == ["How many teachers rallied in Indianapolis?", "What did they demand?", "Who is the governor?"]
+
+
+def test_a_three_part_question_joined_by_commas_and_and_gives_three_sub_questions():
+    parts = questions("Who founded WeWork, when did it cancel its IPO, and how much was SoftBank's rescue worth?")
+    assert parts == ["Who founded WeWork?", "When did it cancel its IPO?", "How much was SoftBank's rescue worth?"]
+
+
+def test_and_splits_only_before_a_clause_of_its_own():
+    assert questions("Who founded WeWork and when did it go public?") == ["Who founded WeWork?",
+                                                                         "When did it go public?"]
+    for whole in ["What is the population of France and Germany?", "Did research and development spending rise?"]:
+        assert questions(whole) == [whole]
+
+
+def test_a_part_leaning_on_a_pronoun_searches_with_the_topic_of_the_question():
+    first, second = split_question("Who founded WeWork and when did it go public?")
+    assert "wework" in first.queries[1]
+    assert second.queries[0] == "When did it go public?"
+    assert "wework" in second.queries[1] and "public" in second.queries[1]
+
+
+def test_a_list_of_three_items_gives_one_question_per_item():
+    parts = questions("What were the revenue, profit and headcount of Acme in 2019?")
+    assert parts == ["What were the revenue of Acme in 2019?", "What were the profit of Acme in 2019?",
+                     "What were the headcount of Acme in 2019?"]
+
+
+def test_a_list_of_names_keeps_each_name_whole():
+    parts = questions("What is the price of Google Stadia, Microsoft xCloud and Apple Arcade?")
+    assert parts == ["What is the price of Google Stadia?", "What is the price of Microsoft xCloud?",
+                     "What is the price of Apple Arcade?"]
+
+
+def test_a_comparison_is_not_cut_into_items():
+    text = "Compare the prices of Google Stadia, Microsoft xCloud and Apple Arcade."
+    assert questions(text) == [text]
+
+
+def test_abbreviations_do_not_end_the_question():
+    assert questions("What did Mr. Smith say about the U.S. economy in 2019?") == [
+        "What did Mr. Smith say about the U.S. economy in 2019?"]
+
+
+def test_names_and_numbers_make_a_third_query():
+    [part] = split_question('What did "Operation Warp Speed" cost the U.S. in 2020?')
+    assert len(part.queries) == 3
+    assert '"Operation Warp Speed"' in part.queries[2] and "2020" in part.queries[2]
+
+
+def test_fragments_without_content_words_are_left_out():
+    assert questions("Thanks! Hello. When was Python 3.8 released?") == ["When was Python 3.8 released?"]
+
+
+# --- the cap -----------------------------------------------------------------------------------------------------
+
+
+def test_at_most_four_parts_and_the_rest_are_reported_as_dropped():
+    text = "Who makes Stadia? Who makes xCloud? Who makes Arcade? Who makes Switch? Who makes Steam? Who makes Quest?"
+    result = split_question_result(text)
+    assert [p.question for p in result.parts] == ["Who makes Stadia?", "Who makes xCloud?", "Who makes Arcade?",
+                                                  "Who makes Switch?"]
+    assert result.dropped == ["Who makes Steam?", "Who makes Quest?"]
+    assert not result.truncated
+    assert split_question(text) == result.parts
+
+
+def test_max_parts_is_honoured():
+    result = split_question_result("Who makes Stadia? Who makes xCloud? Who makes Arcade?", max_parts=2)
+    assert len(result.parts) == 2 and result.dropped == ["Who makes Arcade?"]
+    assert len(split_question("Who makes Stadia? Who makes xCloud?", max_parts=0)) == 1  # never below one
+
+
+def test_a_repeated_sub_question_counts_once():
+    assert questions("Who makes Stadia? who makes Stadia?") == ["Who makes Stadia?"]
+
+
+# --- bad input -----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t \n", "?!?"])
+def test_empty_input_gives_no_parts(text):
+    result = split_question_result(text)
+    assert result.parts == [] and result.dropped == [] and not result.truncated
+
+
+def test_only_stop_words_give_one_part_with_no_queries_for_the_caller_to_name_as_a_gap():
+    result = split_question_result("What is it and why would they?")
+    assert result.parts == [SubQuery(question="What is it and why would they?", queries=[])]
+    assert result.dropped == []
+
+
+def test_a_5000_character_question_is_cut_sanely_and_bounded():
+    text = "What did the report say about prices and how did markets react to the news? " * 70
+    assert len(text) > 5000
+    result = split_question_result(text)
+    assert result.truncated
+    assert 1 <= len(result.parts) <= 4
+    for part in result.parts:
+        assert len(part.question) <= MAX_QUESTION_CHARS
+        assert all(len(q) <= 200 for q in part.queries)
+
+
+def test_a_5000_character_word_salad_without_punctuation_is_cut_at_a_space():
+    text = " ".join(f"word{i}" for i in range(900))
+    result = split_question_result(text)
+    assert result.truncated and len(result.parts) == 1
+    question = result.parts[0].question
+    assert len(question) <= MAX_QUESTION_CHARS + 1 and not question.rstrip("?").endswith(("word", "wor"))
+    assert len(result.parts[0].queries[1].split()) <= 12
+
+
+def test_one_5000_character_token_does_not_break_anything():
+    result = split_question_result("x" * 5000 + "?")
+    assert result.truncated and len(result.parts) == 1 and len(result.parts[0].question) <= MAX_QUESTION_CHARS + 1
+
+
+def test_a_german_question_keeps_its_words_as_queries():
+    [part] = split_question("Wie viele Menschen leben in Berlin?")
+    assert part.queries[0] == "Wie viele Menschen leben in Berlin?"
+    assert "berlin" in part.queries[1] and "menschen" in part.queries[1]
+
+
+def test_chinese_and_arabic_question_marks_split():
+    assert questions("柏林有多少人口？柏林墙是什么时候建的？") == ["柏林有多少人口？", "柏林墙是什么时候建的？"]
+    assert len(split_question("كم عدد سكان برلين؟ متى بني الجدار؟")) == 2
+
+
+def test_accents_written_as_combining_marks_stay_inside_the_word():
+    assert content_terms("Prive\u0301 cafe\u0301s") == ["prive\u0301", "cafe\u0301s"]
+
+
+# --- content terms -------------------------------------------------------------------------------------------------
+
+
+def test_content_terms_are_lowercased_content_words_in_order_without_repeats():
+    assert content_terms("The U.S. paid $1,200 for the Widgets, and the widgets were late.") == [
+        "us", "paid", "1200", "widgets", "late"]
+
+
+def test_content_terms_can_be_stemmed_so_forms_of_a_word_match():
+    assert content_terms("companies sold activated", stemmed=True) == content_terms(
+        "company sell activate", stemmed=True)
+    assert content_terms("Hawley's films", stemmed=True) == ["hawley", "film"]
+
+
+def test_content_terms_keep_repeats_when_asked():
+    assert content_terms("rain, rain and more rain", unique=False) == ["rain", "rain", "rain"]
+
+
+def test_tokenize_gives_each_term_with_its_offsets_in_the_text():
+    from pipeline.research.extractive.terms import tokenize
+
+    text = "The U.S. paid $1,200 for Hawley’s films."
+    got = list(tokenize(text))
+    assert [t for t, _, _ in got] == ["us", "pay", "1200", "hawley", "film"]  # stemmed for matching
+    assert [text[s:e] for _, s, e in got] == ["U.S.", "paid", "1,200", "Hawley’s", "films"]

@@ -1,0 +1,278 @@
+"""The extractive mode's sentence splitter and selector: exact offsets, relevance, threshold, diversity."""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.research.extractive.select import (
+    MIN_PICK_CHARS,
+    PageText,
+    Pick,
+    SentenceIndex,
+    answer_kinds,
+    select_sentences,
+    split_sentences,
+)
+from pipeline.research.extractive.sentences import MAX_SENTENCE_CHARS
+
+REPO = Path(__file__).resolve().parent.parent
+NEWS = REPO / "benchmarks" / "corpora" / "news"
+
+
+def texts(text: str) -> list[str]:
+    spans = split_sentences(text)
+    for s in spans:
+        assert text[s.start:s.end] == s.text
+        assert s.text == s.text.strip() and s.text
+    return [s.text for s in spans]
+
+
+def page(source_id: str, text: str, title: str = "") -> PageText:
+    return PageText(source_id=source_id, title=title, text=text)
+
+
+def assert_exact(picks: list[Pick], pages: list[PageText]) -> None:
+    by_id = {p.source_id: p for p in pages}
+    for pick in picks:
+        assert by_id[pick.source_id].text[pick.start:pick.end] == pick.text
+        assert MIN_PICK_CHARS <= len(pick.text) <= MAX_SENTENCE_CHARS
+
+
+# --- split_sentences -------------------------------------------------------------------------------------------------
+
+
+def test_offsets_are_exact_through_curly_quotes_abbreviations_decimals_and_newlines():
+    text = ("  Mr. Smith paid $3.5 million for the U.S. unit on Jan. 5. “We won,” he said. “Really?” she asked.\n\n"
+            "J. K. Rowling wrote it in 1997.\u00a0It sold well!\n"
+            "Headline Without A Stop\n"
+            "• A bullet point that ends here.\n")
+    assert texts(text) == [
+        "Mr. Smith paid $3.5 million for the U.S. unit on Jan. 5.",
+        "“We won,” he said.",
+        "“Really?” she asked.",
+        "J. K. Rowling wrote it in 1997.",
+        "It sold well!",
+        "Headline Without A Stop",
+        "A bullet point that ends here.",
+    ]
+
+
+def test_a_closing_quote_stays_with_its_sentence():
+    assert texts('He said "Go home." Then he left. The end.') == ['He said "Go home."', "Then he left.", "The end."]
+    assert texts("Er sagte: „Nein.“ Dann ging er.") == ["Er sagte: „Nein.“ Dann ging er."]  # „ is not an opener here
+
+
+def test_a_dotted_acronym_ends_a_sentence_only_before_a_typical_sentence_start():
+    assert texts("He moved to the U.S. The move was hard.") == ["He moved to the U.S.", "The move was hard."]
+    assert texts("The U.S. Army said no.") == ["The U.S. Army said no."]
+    assert texts("It opens at 5 p.m. Tickets are free.") == ["It opens at 5 p.m. Tickets are free."]
+
+
+def test_hard_wrapped_lines_run_on_and_other_lines_are_paragraphs():
+    text = "The committee met on Tuesday and\ndecided to wait.\nNext Item\nThe vote is tomorrow."
+    assert texts(text) == ["The committee met on Tuesday and\ndecided to wait.", "Next Item", "The vote is tomorrow."]
+
+
+def test_chinese_sentence_ends_need_no_space():
+    assert texts("柏林有多少人口。柏林墙是什么时候建的？好。") == ["柏林有多少人口。", "柏林墙是什么时候建的？", "好。"]
+
+
+def test_a_very_long_sentence_is_cut_at_clause_boundaries_without_cutting_words():
+    clause = "the committee reviewed the budget for the coming year in great detail"
+    text = "; ".join([clause] * 15) + "."
+    spans = split_sentences(text)
+    assert len(spans) >= 3
+    for s in spans:
+        assert text[s.start:s.end] == s.text and len(s.text) <= MAX_SENTENCE_CHARS
+        assert s.start == 0 or not text[s.start - 1].isalnum()
+        assert s.end == len(text) or not text[s.end].isalnum()
+    assert all(s.text.endswith(";") for s in spans[:-1])
+    words = " ".join(s.text for s in spans).replace(";", "").replace(".", "").split()
+    assert words == text.replace(";", "").replace(".", "").split()
+
+
+def test_a_long_run_without_any_break_is_cut_hard():
+    spans = split_sentences("x" * 1000)
+    assert [len(s.text) for s in spans] == [400, 400, 200]
+
+
+@pytest.mark.parametrize("text", ["", "   \n\n  ", "\u00a0"])
+def test_empty_text_has_no_sentences(text):
+    assert split_sentences(text) == []
+
+
+# --- select_sentences ---------------------------------------------------------------------------------------------
+
+TEACHERS = page("S1", (
+    "Thousands of teachers wearing red rallied at the Indiana Statehouse on Tuesday.\n"
+    "The rally closed many school districts across the state.\n"
+    "Nearly 300 school districts closed because of the rally, according to teachers unions.\n"
+    "Teachers chanted and held handmade signs on the Statehouse steps.\n"
+    "The governor was at a conference in Florida."), title="Teachers rally at the Indiana Statehouse")
+STADIA = page("S2", (
+    "Google Stadia launched on Tuesday for $129 with a controller.\n"
+    "The service streams games to phones and televisions.\n"
+    "Reviewers said the launch line-up was thin."), title="Google Stadia launches")
+TRAVEL = page("S3", (
+    "The city opened a new bridge over the river last spring.\n"
+    "Cyclists and walkers can cross it for free."), title="A new bridge")
+
+
+def test_the_sentence_that_answers_is_picked_among_distractors():
+    pages = [TEACHERS, STADIA, TRAVEL]
+    picks = select_sentences("How many school districts closed because of the Indiana teachers' rally?", pages)
+    assert picks and picks[0].source_id == "S1"
+    assert picks[0].text == "Nearly 300 school districts closed because of the rally, according to teachers unions."
+    assert_exact(picks, pages)
+    assert all(p.source_id == "S1" for p in picks)
+    assert picks == sorted(picks, key=lambda p: -p.score) or picks[0].score >= max(p.score for p in picks[1:])
+
+
+def test_an_unrelated_question_picks_nothing():
+    pages = [TEACHERS, STADIA, TRAVEL]
+    assert select_sentences("Who won the 2019 Tour de France?", pages) == []
+    assert select_sentences("What is the population of Mars?", pages) == []
+
+
+def test_a_question_sharing_one_common_word_with_the_pages_picks_nothing():
+    # "Tuesday" is on two pages, but the question is about something they never mention
+    assert select_sentences("What happened at the Tokyo marathon on Tuesday?", [TEACHERS, STADIA, TRAVEL]) == []
+
+
+def test_numbers_are_preferred_when_the_question_asks_how_many():
+    pages = [page("S1", "Many teachers attended the Indiana rally on the Statehouse lawn.\n"
+                        "About 15,000 teachers attended the Indiana rally, the union said.")]
+    picks = select_sentences("How many teachers attended the Indiana rally?", pages, k=1)
+    assert [p.text for p in picks] == ["About 15,000 teachers attended the Indiana rally, the union said."]
+    assert answer_kinds("How many teachers attended?") == {"number"}
+
+
+def test_dates_are_preferred_when_the_question_asks_when():
+    pages = [page("S1", "The Dragonfly mission will study Titan and its chemistry closely.\n"
+                        "The Dragonfly mission will reach Titan in 2034, NASA said.")]
+    picks = select_sentences("When will the Dragonfly mission reach Titan?", pages, k=1)
+    assert picks[0].text == "The Dragonfly mission will reach Titan in 2034, NASA said."
+
+
+def test_the_answer_sentence_may_lack_words_the_rest_of_its_page_supplies():
+    pages = [page("S1", "The 2020 Audi e-tron Sportback made its debut at the LA Auto Show this week.\n"
+                        "Audi will sell the e-tron Sportback in the US next spring.\n"
+                        "Top speed is an electronically-limited 124 mph."), TRAVEL, STADIA]
+    picks = select_sentences("What is the top speed of the Audi e-tron Sportback?", pages)
+    assert "Top speed is an electronically-limited 124 mph." in [p.text for p in picks]
+
+
+def test_mmr_skips_a_near_duplicate_and_takes_the_next_relevant_sentence():
+    wire = "WeWork plans to cut 4,000 jobs this week as part of its restructuring, people familiar said."
+    pages = [page("S1", wire), page("S2", wire.replace("people familiar said", "sources said")),
+             page("S3", "The WeWork restructuring will cut 4,000 jobs in areas outside its core business.")]
+    picks = select_sentences("How many jobs will WeWork cut in its restructuring?", pages, k=2)
+    assert len(picks) == 2
+    assert {p.source_id for p in picks} in ({"S1", "S3"}, {"S2", "S3"})
+    assert_exact(picks, pages)
+
+
+def test_at_most_two_picks_per_page_by_default():
+    text = ("The Indiana teachers rally filled the Statehouse lawn on Tuesday morning.\n"
+            "Buses brought teachers from Evansville to the Indiana Statehouse rally before dawn.\n"
+            "Union leaders spoke to the rally from the Statehouse steps about pay.\n"
+            "Police said the Indiana rally at the Statehouse stayed peaceful all day.\n"
+            "Teachers at the rally wore red and carried signs around the Indiana Statehouse.")
+    question = "How big was the Indiana teachers rally at the Statehouse?"
+    assert len(select_sentences(question, [page("S1", text)], k=5)) == 2
+    assert len(select_sentences(question, [page("S1", text)], k=5, per_page=4)) == 4
+
+
+def test_sentences_shorter_than_the_quote_minimum_are_never_picked():
+    pages = [page("S1", "Stadia: $129.\nStadia costs $129 at launch in the US.")]
+    picks = select_sentences("What does Stadia cost?", pages)
+    assert [p.text for p in picks] == ["Stadia costs $129 at launch in the US."]
+
+
+def test_a_pronoun_sub_question_can_use_the_topic_of_the_question():
+    rocket = page("S3", "The rocket launched from Florida on Saturday morning after two delays.")
+    pages = [TEACHERS, STADIA, rocket]
+    alone = select_sentences("When did it launch?", pages)
+    assert {p.source_id for p in alone} == {"S2", "S3"}  # "launch" alone cannot tell the two apart
+    picks = select_sentences("When did it launch?", pages, extra_terms=["google", "stadia"])
+    assert picks[0].text == "Google Stadia launched on Tuesday for $129 with a controller."
+
+
+def test_a_sentence_index_can_be_reused_across_sub_questions():
+    pages = [TEACHERS, STADIA, TRAVEL]
+    index = SentenceIndex.build(pages)
+    for q in ["How much does Google Stadia cost?", "How many school districts closed for the rally?"]:
+        assert select_sentences(q, index) == select_sentences(q, pages)
+
+
+@pytest.mark.parametrize("question", ["", "   ", "What is it and why?", "?"])
+def test_a_question_without_content_words_picks_nothing(question):
+    assert select_sentences(question, [TEACHERS, STADIA]) == []
+
+
+def test_no_pages_or_empty_pages_pick_nothing():
+    assert select_sentences("How many districts closed?", []) == []
+    assert select_sentences("How many districts closed?", [page("S1", ""), page("S2", " \n ")]) == []
+    assert select_sentences("How many districts closed?", [TEACHERS], k=0) == []
+
+
+def test_a_german_question_finds_the_german_sentence():
+    pages = [page("S1", "Die Mauer wurde 1961 gebaut und fiel 1989.\nBerlin hat heute rund 3,7 Millionen Einwohner."),
+             STADIA]
+    picks = select_sentences("Wann wurde die Mauer in Berlin gebaut?", pages, k=1)
+    assert [p.text for p in picks] == ["Die Mauer wurde 1961 gebaut und fiel 1989."]
+
+
+def test_offsets_stay_exact_when_the_page_repeats_a_sentence():
+    text = "Intro here.\nStadia costs $129 at launch in the US.\nMore text.\nstadia costs $129 at launch in the US."
+    [pick] = select_sentences("What does Stadia cost at launch?", [page("S1", text)])
+    assert pick.start == text.index("Stadia costs") and text[pick.start:pick.end] == pick.text
+
+
+# --- the shipped news corpus ---------------------------------------------------------------------------------------
+
+
+def _news_pages(urls: list[str]) -> list[PageText]:
+    import trafilatura
+    from trafilatura.utils import load_html
+
+    entries = {e["url"]: e for e in map(json.loads, (NEWS / "manifest.jsonl").read_text("utf-8").splitlines())}
+    pages = []
+    for i, url in enumerate(urls):
+        html = gzip.decompress((NEWS / entries[url]["path"]).read_bytes()).decode("utf-8", "replace")
+        text = trafilatura.extract(load_html(html), url=url, favor_precision=True, include_tables=True,
+                                   include_comments=False, deduplicate=False) or ""
+        pages.append(PageText(source_id=f"S{i + 1}", title="", text=text))
+    return pages
+
+
+@pytest.mark.skipif(not (NEWS / "manifest.jsonl").exists(), reason="the news corpus is not in this checkout")
+def test_on_real_news_pages_the_answer_sentence_is_picked_and_an_unrelated_question_gets_nothing():
+    gold = "https://www.cnbc.com/2019/11/20/emirates-inks-order-for-30-boeing-787-jets-talks-expansion-plans.html"
+    others = ["https://www.reuters.com/article/us-global-markets/asian-shares-soft-as-trade-doubts-creep-back-in-"
+              "idUSKBN1XT00B",
+              "https://www.space.com/jupiter-moon-europa-water-vapor-confirmed.html",
+              "https://www.detroitnews.com/story/news/nation/2019/11/19/thousands-teachers-pack-indiana-statehouse-"
+              "protest/40651467/"]
+    entries = [json.loads(line)["url"] for line in (NEWS / "manifest.jsonl").read_text("utf-8").splitlines()]
+    urls = [gold] + [u for u in entries if any(u.startswith(o[:60]) for o in others)]
+    pages = _news_pages(urls)
+    picks = select_sentences("How many Boeing 787-9 Dreamliner jets did Emirates agree to buy?", pages)
+    assert picks and picks[0].source_id == "S1" and "30 of Boeing" in picks[0].text
+    assert_exact(picks, pages)
+    assert select_sentences("Who won the 2019 Tour de France?", pages) == []
+
+
+def test_the_gold_suite_draft_points_at_pages_of_the_news_corpus():
+    suite = json.loads((REPO / "benchmarks" / "suites" / "news-gold-draft.json").read_text("utf-8"))
+    urls = {json.loads(line)["url"] for line in (NEWS / "manifest.jsonl").read_text("utf-8").splitlines()}
+    kinds = [item["kind"] for item in suite]
+    assert kinds.count("factual") == 20 and kinds.count("unanswerable") == 3 and kinds.count("conflict") >= 1
+    for item in suite:
+        if item["kind"] == "factual":
+            assert item["gold_url"] in urls and all(t in item["answer_sentence"] for t in item["answer_terms"])
+        if item["kind"] == "conflict":
+            assert len(item["sources"]) == 2 and all(s["url"] in urls for s in item["sources"])
