@@ -17,8 +17,8 @@ from pipeline.core.schema import Finding, Plan, Problem, Report, RunOptions, Run
 from pipeline.store.files import save_run_file
 from pipeline.store.sqlite import SqliteRunStore
 from pipeline.store.timeline import load_timeline
-from pipeline.web.corpus import CorpusPage, build_corpus
 from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.corpora import qdrant_corpus
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
 from tests.fakes.secret_manager import FakeSecretManager
@@ -430,15 +430,6 @@ def test_the_access_code_is_not_scrubbed_out_of_stored_evidence(live: ResearchBr
 
 
 # -- extractive runs: no model key ----------------------------------------------------------------------------------
-
-def qdrant_corpus(folder: Path) -> Path:
-    """A one-page frozen web whose page answers QUESTION with QUOTE."""
-    build_corpus([CorpusPage(url="https://qdrant.example/pricing", title="Qdrant pricing", published="2025-01-15",
-                             body=("<html><head><title>Qdrant pricing</title></head><body><article><h1>Qdrant pricing"
-                                   "</h1><p>Qdrant is an open-source vector database written in Rust.</p>"
-                                   f"<p>{QUOTE}</p></article></body></html>").encode())], folder)
-    return folder
-
 
 @pytest.fixture()
 def no_key(env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

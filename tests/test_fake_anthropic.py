@@ -1,6 +1,7 @@
 """The fake Messages API itself: the API rules it enforces, request-driven answers, faults, usage and cache simulation.
 
-Spoken to with plain httpx (the SDK is used by pipeline/llm.py alone); test_llm.py drives it with the real SDK.
+Spoken to with plain httpx (the SDK is used by pipeline/models/anthropic.py alone); test_llm.py drives it with
+the real SDK.
 """
 from __future__ import annotations
 

@@ -17,7 +17,8 @@ ALLOWED: dict[str, set[str]] = {
     "store": {"core", "config", "store"},
     "replay": {"core", "config", "models", "web", "store", "replay"},
     "research": {"core", "config", "models", "web", "store", "replay", "research"},
-    "cli": {"core", "config", "models", "web", "store", "replay", "research", "cli"},
+    "bench": {"core", "config", "models", "web", "store", "replay", "research", "bench"},
+    "cli": {"core", "config", "models", "web", "store", "replay", "research", "bench", "cli"},
     "config": {"core", "config", "models"},
     "package": {"cli"},  # pipeline/__init__.py and __main__.py
 }

@@ -20,8 +20,8 @@ from pipeline.research.orchestrator import research
 from pipeline.store.files import load_run_file
 from pipeline.store.sqlite import SqliteRunStore
 from pipeline.store.timeline import load_timeline
-from pipeline.web.corpus import CorpusPage, build_corpus
 from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.corpora import qdrant_corpus
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
 from tests.fakes.web_server import Route, WebServer
@@ -206,15 +206,6 @@ def test_live_runs_are_recorded_in_the_run_store(tmp_path: Path, world: World) -
 
 
 # -- extractive runs: no model, no key, no dollars -----------------------------------------------------------------
-
-def qdrant_corpus(folder: Path) -> Path:
-    """A one-page frozen web whose page answers QUESTION with QUOTE."""
-    build_corpus([CorpusPage(url="https://qdrant.example/pricing", title="Qdrant pricing", published="2025-01-15",
-                             body=("<html><head><title>Qdrant pricing</title></head><body><article><h1>Qdrant pricing"
-                                   "</h1><p>Qdrant is an open-source vector database written in Rust.</p>"
-                                   f"<p>{QUOTE}</p></article></body></html>").encode())], folder)
-    return folder
-
 
 def no_key_registry(tmp_path: Path, research_fn: Callable[..., RunResult] = research, **limits: Any) -> JobRegistry:
     corpus = qdrant_corpus(tmp_path / "corpus")

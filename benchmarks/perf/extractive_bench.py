@@ -1,6 +1,6 @@
 """Extractive-mode figures on the shipped `news` corpus: speed, memory, and how often the right sentence is found.
 
-    .venv/bin/python benchmarks/perf/extractive_bench.py [--suite benchmarks/suites/news-gold-draft.json]
+    .venv/bin/python benchmarks/perf/extractive_bench.py [--suite benchmarks/perf/extractive_gold.json]
 
 Prints:
 - wall time and peak memory (max RSS) of one extractive run in a fresh process, the CLI's own path
@@ -74,7 +74,7 @@ def one_run(question: str, corpus: Path, db: Path) -> tuple[float, float, float]
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--suite", default=str(ROOT / "benchmarks/suites/news-gold-draft.json"))
+    ap.add_argument("--suite", default=str(ROOT / "benchmarks/perf/extractive_gold.json"))
     args = ap.parse_args()
     items = json.loads(Path(args.suite).read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory() as tmp:

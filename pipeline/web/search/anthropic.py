@@ -1,7 +1,8 @@
 """Anthropic's server-side web search tool as a provider; needs only the Anthropic key.
 
-Only pipeline/llm.py talks to Anthropic, so this provider is given `server_web_search(query, n, recency_days)`,
-which returns the content blocks of one assistant turn (llm.LLM.server_web_search). The documented blocks read:
+Only pipeline/models/anthropic.py talks to Anthropic, so this provider is given
+`server_web_search(query, n, recency_days)`, which returns the content blocks of one assistant turn
+(models.anthropic.LLM.server_web_search). The documented blocks read:
   {"type": "web_search_tool_result", "tool_use_id": ..., "content": [
       {"type": "web_search_result", "title", "url", "page_age", "encrypted_content"}, ...]}
   or, on failure, "content": {"type": "web_search_tool_result_error", "error_code": "unavailable" | ...}
@@ -70,7 +71,7 @@ def parse_web_search_blocks(content_blocks: list[dict[str, Any]]) -> list[Search
 class AnthropicWebSearch:
     """Anthropic's server-side web_search tool behind the SearchProvider interface.
 
-    `errors` are the exception types `server_web_search` raises for remote faults (llm.LLMError); they become
+    `errors` are the exception types `server_web_search` raises for remote faults (models.base.LLMError); they become
     SearchFailed with their message. The SDK already retried transient HTTP faults before raising.
     """
 

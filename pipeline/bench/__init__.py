@@ -1,0 +1,1 @@
+"""Benchmarks: suites as validated data, grading of saved runs in code."""

@@ -1,0 +1,318 @@
+"""Grading in code: one run against its suite question (RunGrade), and a suite's runs per mode (SuiteSummary)."""
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from statistics import fmean
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.bench.suite import SuiteQuestion
+from pipeline.core.ids import CALCULATION, CITATION, FINDING, GAP
+from pipeline.core.schema import Finding, Mode, RunResult, RunStatus, Source
+from pipeline.core.urls import url_key
+from pipeline.research.steps.checks import cited_ids, numbers_in, sentences
+
+_URL = re.compile(r"https?://[^\s)\]>\"']+", re.I)
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_FOLD = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-",
+                       "\u2212": "-", "\u00a0": " ", "\u00ad": None})
+
+PageText = Callable[[Source], str | None]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Expectation(_Model):
+    """One expectation of the question, met or not, with the evidence for the verdict."""
+
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+class RunGrade(_Model):
+    """What code can check of one run; a share is None when there was nothing to measure it on."""
+
+    question_id: str
+    mode: Mode
+    run_id: str
+    repeat: int = 0
+    status: RunStatus
+    citation_precision: float | None = None
+    quotes_checked: int = 0
+    quote_failures: list[str] = Field(default_factory=list)
+    gold_page_recall: float | None = None
+    answer_recall: float | None = None
+    expectations: list[Expectation] = Field(default_factory=list)
+    passed: bool = False
+    sentences_cited: float | None = None
+    numbers_in_quotes: float | None = None
+    cost_usd: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model_calls: int = 0
+    wall_seconds: float = 0.0
+
+    def failed(self) -> list[str]:
+        return [e.name for e in self.expectations if not e.passed]
+
+
+class ModeSummary(_Model):
+    """The runs of one mode: means of the measured shares, pass rate, and pass^k per expectation."""
+
+    mode: Mode
+    runs: int
+    questions: int
+    repeats: int
+    citation_precision: float | None = None
+    gold_page_recall: float | None = None
+    answer_recall: float | None = None
+    sentences_cited: float | None = None
+    numbers_in_quotes: float | None = None
+    pass_rate: float | None = None
+    pass_k: float | None = Field(None, description="Share of questions whose every repeat passes every expectation.")
+    expectation_rate: dict[str, float] = Field(default_factory=dict)
+    expectation_pass_k: dict[str, float] = Field(default_factory=dict)
+    cost_usd: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model_calls: int = 0
+    wall_seconds_mean: float | None = None
+    failed_questions: dict[str, list[str]] = Field(default_factory=dict)
+
+
+class SuiteSummary(_Model):
+    repeats: int
+    modes: dict[str, ModeSummary] = Field(default_factory=dict)
+
+
+def normalise(text: str) -> str:
+    """Case, curly quotes, dashes, spaces and thousands separators folded, for comparing terms with quotes."""
+    text = _THOUSANDS.sub("", text.translate(_FOLD).lower())
+    return " ".join(text.split())
+
+
+def contains_term(text: str, term: str) -> bool:
+    """True when `term` occurs in `text` as whole words and numbers ("30" is not in "300" nor in "1.30")."""
+    t = normalise(term)
+    if not t:
+        return False
+    head = r"(?<![\w.])" if t[0].isalnum() else ""
+    tail = r"(?!\w|[.,]\d)" if t[-1].isalnum() else ""
+    return re.search(head + re.escape(t) + tail, normalise(text)) is not None
+
+
+def check_quotes(findings: Sequence[Finding], sources: Sequence[Source], page_text: PageText) -> list[str]:
+    """Why each finding's quote is not text[start:end] of its source's stored text (whose sha256 must match)."""
+    by_id = {s.id: s for s in sources}
+    texts: dict[str, str | None] = {}
+    failures: list[str] = []
+    for f in findings:
+        src = by_id.get(f.source)
+        if src is None:
+            failures.append(f"{f.id}: its source {f.source} is not among the run's sources")
+            continue
+        if src.id not in texts:
+            texts[src.id] = page_text(src)
+        text = texts[src.id]
+        if text is None:
+            failures.append(f"{f.id}: no stored text for {src.id} ({src.url})")
+        elif hashlib.sha256(text.encode("utf-8")).hexdigest() != src.sha256:
+            failures.append(f"{f.id}: the stored text of {src.id} is not the text fetched (sha256 differs)")
+        elif text[f.start:f.end] != f.quote:
+            failures.append(f"{f.id}: the quote is not at [{f.start}:{f.end}] of {src.id}")
+    return failures
+
+
+def grade_run(question: SuiteQuestion, result: RunResult, page_text: PageText, *, repeat: int = 0,
+              max_sub_questions: int | None = None) -> RunGrade:
+    """Grade `result` against `question`; page_text(source) is the source's stored text (run store or corpus)."""
+    report_sentences = sentences(result.report.markdown)
+    cited = {i for s in report_sentences for i in cited_ids(s)}
+    findings = {f.id: f for f in result.findings}
+    cited_findings = [findings[i] for i in sorted(cited) if i.startswith(FINDING) and i in findings]
+    failures = check_quotes(cited_findings, result.sources, page_text)
+    cap = question.max_sub_questions if question.max_sub_questions is not None else max_sub_questions
+
+    expectations: list[Expectation] = []
+    if question.answer_terms:
+        matched = [any(contains_term(f.quote, t) for f in cited_findings for t in group)
+                   for group in question.answer_terms]
+        answer_recall: float | None = sum(matched) / len(matched)
+        missing = [" | ".join(g) for g, ok in zip(question.answer_terms, matched, strict=True) if not ok]
+        expectations.append(Expectation(name="answer", passed=all(matched),
+                                        detail=f"not quoted by a cited finding: {missing}" if missing else ""))
+    else:
+        answer_recall = None
+    if cited_findings:
+        expectations.append(Expectation(name="citations_verified", passed=not failures, detail="; ".join(failures)))
+    if question.expect_gap:
+        expectations.append(_gap_named(question, result, report_sentences, cited))
+    if question.expect_conflict:
+        expectations.append(_conflict_shown(question.expect_conflict, result))
+    if question.expect_premise_check:
+        checks = [q.id for q in (result.plan.sub_questions if result.plan else []) if q.is_premise_check]
+        expectations.append(Expectation(name="premise_checked", passed=bool(checks),
+                                        detail=f"premise checks: {checks}" if checks else "no premise-check step"))
+    if question.expect_proxy:
+        proxies = [q.proxy for q in (result.plan.sub_questions if result.plan else []) if q.proxy]
+        expectations.append(Expectation(name="proxy_named", passed=bool(proxies),
+                                        detail=f"proxies: {proxies}" if proxies else "no sub-question names a proxy"))
+    if question.expect_calculation:
+        calcs = {c.id for c in result.calculations}
+        used = sorted(calcs & cited)
+        expectations.append(Expectation(
+            name="calculation_used", passed=bool(used),
+            detail=f"cited: {used}" if used else f"{len(calcs)} calculation(s), none cited in the report"))
+    if cap is not None:
+        n = len(result.plan.sub_questions) if result.plan else 0
+        expectations.append(Expectation(name="sub_questions_capped", passed=result.plan is not None and n <= cap,
+                                        detail=f"{n} sub-question(s), cap {cap}" if result.plan else "no plan"))
+
+    gold = {url_key(u) for u in question.gold_pages}
+    fetched = {url_key(u) for s in result.sources for u in (s.url, s.final_url)}
+    u = result.usage
+    return RunGrade(
+        question_id=question.id, mode=result.mode, run_id=result.run_id, repeat=repeat, status=result.status,
+        citation_precision=(1 - len(failures) / len(cited_findings)) if cited_findings else None,
+        quotes_checked=len(cited_findings), quote_failures=failures,
+        gold_page_recall=len(gold & fetched) / len(gold) if gold else None,
+        answer_recall=answer_recall, expectations=expectations,
+        passed=result.status != "failed" and all(e.passed for e in expectations),
+        sentences_cited=(sum(1 for s in report_sentences if cited_ids(s)) / len(report_sentences)
+                         if report_sentences else None),
+        numbers_in_quotes=_numbers_in_quotes(result, report_sentences),
+        cost_usd=u.cost_usd, input_tokens=u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens,
+        output_tokens=u.output_tokens, model_calls=u.model_calls, wall_seconds=result.timings.get("total", 0.0),
+    )
+
+
+def _claim(sentence: str) -> str:
+    return CITATION.sub(" ", _URL.sub(" ", sentence))
+
+
+def _allowed_numbers(result: RunResult, ids: Sequence[str]) -> set[str]:
+    """The figures a sentence citing `ids` may state: from the cited quotes, calculations, gaps and source dates."""
+    findings = {f.id: f for f in result.findings}
+    sources = {s.id: s for s in result.sources}
+    calcs = {c.id: c for c in result.calculations}
+    gaps = {f"{GAP}{n}": g for n, g in enumerate(result.report.gaps, start=1)}
+    allowed: set[str] = set()
+    for i in ids:
+        if i in findings:
+            allowed |= numbers_in(findings[i].quote)
+            src = sources.get(findings[i].source)
+            if src is not None and src.published:
+                allowed |= numbers_in(src.published)
+        elif i.startswith(CALCULATION) and i in calcs:
+            allowed |= numbers_in(calcs[i].expression) | numbers_in(calcs[i].result)
+        elif i in gaps:
+            allowed |= numbers_in(gaps[i])
+    return allowed
+
+
+def _numbers_in_quotes(result: RunResult, report_sentences: list[str]) -> float | None:
+    stated = found = 0
+    for s in report_sentences:
+        numbers = numbers_in(_claim(s))
+        allowed = _allowed_numbers(result, cited_ids(s))
+        stated += len(numbers)
+        found += len(numbers & allowed)
+    return found / stated if stated else None
+
+
+def _gap_named(question: SuiteQuestion, result: RunResult, report_sentences: list[str], cited: set[str]) -> Expectation:
+    """A gap is cited in the report, and no sentence states a figure beyond the question's, dates and gap texts."""
+    gap_ids = {f"{GAP}{n}" for n in range(1, len(result.report.gaps) + 1)}
+    named = sorted(gap_ids & cited)
+    excused = numbers_in(question.question) | numbers_in(result.question)
+    published = {s.id: s.published or "" for s in result.sources}
+    figures: set[str] = set()
+    for s in report_sentences:
+        ids = cited_ids(s)
+        dates = {n for f in result.findings if f.id in ids for n in numbers_in(published.get(f.source, ""))}
+        gap_text = {n for i in ids if i in gap_ids for n in numbers_in(result.report.gaps[int(i[1:]) - 1])}
+        figures |= numbers_in(_claim(s)) - excused - dates - gap_text
+    if not named:
+        return Expectation(name="gap_named", passed=False,
+                           detail=f"{len(result.report.gaps)} gap(s) recorded, none cited in the report")
+    if figures:
+        return Expectation(name="gap_named", passed=False,
+                           detail=f"gap {named} named, but the report states figures: {sorted(figures)}")
+    return Expectation(name="gap_named", passed=True, detail=f"gap {named} named, no figure stated")
+
+
+def _conflict_shown(values: list[str], result: RunResult) -> Expectation:
+    """Some reported conflict has, for every expected value, a finding of its own whose quote carries it."""
+    findings = {f.id: f for f in result.findings}
+    for c in result.report.conflicts:
+        quotes = [findings[i].quote for i in c.findings if i in findings]
+        carriers = [{j for j, q in enumerate(quotes) if contains_term(q, v)} for v in values]
+        if all(carriers) and _distinct(carriers):
+            return Expectation(name="conflict_shown", passed=True, detail=f"conflict over {c.findings}")
+    return Expectation(name="conflict_shown", passed=False,
+                       detail=f"no reported conflict ({len(result.report.conflicts)}) shows all of {values}")
+
+
+def _distinct(carriers: list[set[int]]) -> bool:
+    """Each value can be given its own finding (a matching of values to findings), so one quote is not both sides."""
+    def assign(k: int, used: frozenset[int]) -> bool:
+        return k == len(carriers) or any(assign(k + 1, used | {j}) for j in carriers[k] - used)
+    return assign(0, frozenset())
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return round(fmean(present), 4) if present else None
+
+
+def grade_suite(grades: Sequence[RunGrade], repeats: int) -> SuiteSummary:
+    """Per mode: means, pass rate, and pass^k (a question passes^k when each of its `repeats` runs passes)."""
+    by_mode: dict[str, list[RunGrade]] = defaultdict(list)
+    for g in grades:
+        by_mode[g.mode].append(g)
+    summary = SuiteSummary(repeats=repeats)
+    for mode, runs in sorted(by_mode.items()):
+        per_question: dict[str, list[RunGrade]] = defaultdict(list)
+        for g in runs:
+            per_question[g.question_id].append(g)
+        names = sorted({e.name for g in runs for e in g.expectations})
+        rate: dict[str, float] = {}
+        pass_k: dict[str, float] = {}
+        for name in names:
+            verdicts = [e.passed for g in runs for e in g.expectations if e.name == name]
+            rate[name] = round(sum(verdicts) / len(verdicts), 4)
+            holders = [gs for gs in per_question.values() if any(e.name == name for g in gs for e in g.expectations)]
+            pass_k[name] = round(sum(_passes_k(gs, repeats, name) for gs in holders) / len(holders), 4)
+        summary.modes[mode] = ModeSummary(
+            mode=runs[0].mode, runs=len(runs), questions=len(per_question), repeats=repeats,
+            citation_precision=_mean([g.citation_precision for g in runs]),
+            gold_page_recall=_mean([g.gold_page_recall for g in runs]),
+            answer_recall=_mean([g.answer_recall for g in runs]),
+            sentences_cited=_mean([g.sentences_cited for g in runs]),
+            numbers_in_quotes=_mean([g.numbers_in_quotes for g in runs]),
+            pass_rate=_mean([1.0 if g.passed else 0.0 for g in runs]),
+            pass_k=_mean([1.0 if _passes_k(gs, repeats, None) else 0.0 for gs in per_question.values()]),
+            expectation_rate=rate, expectation_pass_k=pass_k,
+            cost_usd=round(sum(g.cost_usd for g in runs), 6), input_tokens=sum(g.input_tokens for g in runs),
+            output_tokens=sum(g.output_tokens for g in runs), model_calls=sum(g.model_calls for g in runs),
+            wall_seconds_mean=_mean([g.wall_seconds for g in runs]),
+            failed_questions={q: sorted({n for g in gs for n in g.failed()} | ({"run_failed"} if any(
+                g.status == "failed" for g in gs) else set())) for q, gs in sorted(per_question.items())
+                if not all(g.passed for g in gs)},
+        )
+    return summary
+
+
+def _passes_k(runs: list[RunGrade], repeats: int, name: str | None) -> bool:
+    """Every one of at least `repeats` runs passes expectation `name` (or, for None, the whole question)."""
+    if len(runs) < repeats:
+        return False
+    if name is None:
+        return all(g.passed for g in runs)
+    return all(any(e.name == name and e.passed for e in g.expectations) for g in runs)

@@ -1,0 +1,124 @@
+"""A benchmark suite file (benchmarks/suites/<name>.json): questions over a frozen web, and what the grader checks."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+QuestionKind = Literal["single_page", "two_page", "unanswerable", "conflict", "premise", "proxy", "calculation",
+                       "many_parts", "outage", "paywall", "injection"]
+LIVE = "live"
+
+
+def _as_group(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+# One required answer term: a string, or a list of alternatives of which any one will do (["47", "48"]).
+TermGroup = Annotated[list[Annotated[str, Field(min_length=1)]], BeforeValidator(_as_group), Field(min_length=1)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SuiteQuestion(_Strict):
+    """One question and what a correct run shows; an expectation left at its default is not graded."""
+
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    question: str = Field(min_length=3)
+    kind: QuestionKind
+    gold_pages: list[str] = Field(default_factory=list, description="URLs of the pages that answer it.")
+    answer_terms: list[TermGroup] = Field(
+        default_factory=list, description="Every group must be quoted by a cited finding (any one of its strings).")
+    expect_gap: bool = Field(False, description="Unanswerable: a gap is named and no figure is stated.")
+    expect_conflict: list[str] = Field(default_factory=list,
+                                       description="The values on each side of a conflict the report must show.")
+    expect_premise_check: bool = False
+    expect_proxy: bool = False
+    expect_calculation: bool = False
+    max_sub_questions: int | None = Field(None, ge=1, description="Overrides the suite's cap.")
+    note: str = ""
+
+    @field_validator("gold_pages")
+    @classmethod
+    def _urls(cls, pages: list[str]) -> list[str]:
+        for url in pages:
+            if not url.lower().startswith(("http://", "https://")):
+                raise ValueError(f"not an http(s) URL: {url!r}")
+        return pages
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SuiteQuestion:
+        if self.kind == "unanswerable" and not self.expect_gap:
+            raise ValueError("an unanswerable question must set expect_gap")
+        if self.expect_gap and self.answer_terms:
+            raise ValueError("a question that expects a gap cannot have answer_terms")
+        if self.kind == "conflict" and len(self.expect_conflict) < 2:
+            raise ValueError("a conflict question must give at least two values in expect_conflict")
+        return self
+
+
+class Suite(_Strict):
+    """A suite: its questions run against `corpus` (a folder under benchmarks/corpora, or "live")."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    version: str = Field(min_length=1)
+    corpus: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    max_sub_questions: int | None = Field(4, ge=1, description="The cap for every question that sets none.")
+    questions: list[SuiteQuestion] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Suite:
+        seen: set[str] = set()
+        for i, q in enumerate(self.questions):
+            if q.id in seen:
+                raise ValueError(f"question #{i + 1} repeats the id {q.id!r}; question ids must be unique")
+            seen.add(q.id)
+        return self
+
+    def cap(self, question: SuiteQuestion) -> int | None:
+        """The most sub-questions `question` may be split into, or None when uncapped."""
+        return question.max_sub_questions if question.max_sub_questions is not None else self.max_sub_questions
+
+    def corpus_dir(self, corpora: Path) -> Path | None:
+        """The corpus folder under `corpora`, or None for a live suite."""
+        return None if self.corpus == LIVE else corpora / self.corpus
+
+
+class SuiteError(ValueError):
+    """A suite file that cannot be used; the message names the file, the question and the field."""
+
+
+def load_suite(path: str | Path) -> Suite:
+    """The validated suite in `path`; SuiteError naming the file, question (id and number) and field otherwise."""
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise SuiteError(f"{path}: cannot read the suite file ({e.strerror or e})") from e
+    except json.JSONDecodeError as e:
+        raise SuiteError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from e
+    try:
+        return Suite.model_validate(raw)
+    except ValidationError as e:
+        raise SuiteError(f"{path}: " + "; ".join(_describe(err, raw) for err in e.errors())) from e
+
+
+def _describe(err: Any, raw: Any) -> str:
+    """One schema error as 'question "q7" (#7), field "kind": <message>'."""
+    loc = list(err["loc"])
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    where = ""
+    if len(loc) >= 2 and loc[0] == "questions" and isinstance(loc[1], int):
+        index = loc[1]
+        item = raw["questions"][index] if isinstance(raw, dict) and isinstance(raw.get("questions"), list) else None
+        qid = item.get("id") if isinstance(item, dict) else None
+        where = f"question {qid!r} (#{index + 1})" if isinstance(qid, str) else f"question #{index + 1}"
+        loc = loc[2:]
+    field = ".".join(str(p) for p in loc)
+    parts = [p for p in (where, f"field {field!r}" if field else "") if p]
+    return f"{', '.join(parts)}: {msg}" if parts else msg
