@@ -40,6 +40,7 @@ class SuiteQuestion(_Strict):
     expect_proxy: bool = False
     expect_calculation: bool = False
     max_sub_questions: int | None = Field(None, ge=1, description="Overrides the suite's cap.")
+    corpus: str | None = Field(None, description="Overrides the suite's corpus (a folder under benchmarks/corpora).")
     note: str = ""
 
     @field_validator("gold_pages")

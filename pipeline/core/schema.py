@@ -187,6 +187,21 @@ class RunOptions(_Model):
     limits: BudgetLimits = Field(default_factory=BudgetLimits)
 
 
+class BenchInfo(_Model):
+    """What produced a benchmark run: the suite and question, the corpus, the code, the prompts, the models, when."""
+
+    suite: str
+    suite_version: str
+    question_id: str
+    repeat: int = Field(1, ge=1)
+    corpus: str
+    code_version: str
+    git_commit: str | None = None
+    prompt_hash: str
+    models: dict[str, str] = Field(default_factory=dict)
+    date: str  # ISO 8601, UTC
+
+
 class RunResult(_Model):
     """Everything one run produced; `model_dump_json()` is the RunResult JSON contract (README: Command line)."""
 
@@ -206,3 +221,4 @@ class RunResult(_Model):
     budget: BudgetState = Field(default_factory=BudgetState)
     usage: Usage = Field(default_factory=Usage)
     timings: dict[str, float] = Field(default_factory=dict)
+    bench: BenchInfo | None = None  # set on runs made by `python -m pipeline bench`
