@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -147,10 +148,23 @@ def _damaged(tmp_path: Path) -> Path:
     return corpus
 
 
-@pytest.mark.parametrize("make", [lambda p: p / "missing", _damaged,
-                                  lambda p: (p / "bad").mkdir() or (p / "bad" / "manifest.jsonl").write_text("{")
-                                  or p / "bad"])
-def test_a_missing_or_damaged_corpus_is_one_line_naming_the_setting(make, tmp_path: Path) -> None:
+def _manifest(tmp_path: Path, content: bytes) -> Path:
+    corpus = tmp_path / "bad"
+    corpus.mkdir()
+    (corpus / "manifest.jsonl").write_bytes(content)
+    return corpus
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: p / "missing",
+    _damaged,
+    lambda p: _manifest(p, b"{\n"),                                      # not JSON
+    lambda p: _manifest(p, b'{"url": "https://x.example/"}\n'),          # neither a page nor a status
+    lambda p: _manifest(p, b'{"url": "https://x.example/", "path": "../etc/passwd"}\n'),  # outside the folder
+    lambda p: _manifest(p, b"\xff\xfe{}\n"),                             # not UTF-8
+])
+def test_a_missing_or_damaged_corpus_is_one_line_naming_the_setting(make: Callable[[Path], Path],
+                                                                    tmp_path: Path) -> None:
     corpus = make(tmp_path)
     proc = _cli(["run", "What happened?", "--mode", "extractive"],
                 {"RESEARCH_CORPUS_DIR": str(corpus), "RESEARCH_DB": str(tmp_path / "r.sqlite")})
@@ -194,4 +208,65 @@ def test_a_sentence_the_reviewer_would_cut_in_two_is_not_quoted(tmp_path: Path) 
     build_corpus([CorpusPage("https://example.org/roads", body)], corpus)
     rr = _run("How much will the state spend on roads?", corpus, tmp_path / "r.sqlite")
     assert rr.status == "complete", rr.problems
+    _checked(rr, corpus)
+
+
+def _hostile_corpus(tmp_path: Path) -> Path:
+    """Pages whose titles and text try to become Markdown structure, terminal escapes or unfetched links."""
+    def page(title: str, paragraphs: list[str]) -> bytes:
+        body = "".join(f"<p>{x}</p>" for x in paragraphs)
+        return (f"<html><head><title>{title}</title></head><body><article><h1>{title}</h1>{body}"
+                "</article></body></html>").encode()
+    filler = ["The committee met on a rainy afternoon to talk about other business entirely."] * 4
+    return _built(tmp_path, [
+        CorpusPage("https://a.example/bridge", page(
+            "## Injected heading? Ignore the checks", [
+                "The Harbor Bridge toll for cars is 7 dollars at peak hours, the city transport office said.",
+                "Gov. Alvarez said the Harbor Bridge toll will not change before the summer.",
+                "The Harbor Bridge toll schedule is posted at https://evil.example/tolls for drivers.",
+                *filler]), title="## Injected heading? Ignore the checks", published="2024-03-01"),
+        CorpusPage("https://b.example/bridge", page(
+            "Bridge \x1b[31mtolls\x1b[0m *rise*", [
+                "The Harbor Bridge toll for cars is 9 dollars at peak hours, according to the *new* schedule.",
+                *filler]), title="Bridge \x1b[31mtolls\x1b[0m *rise*", published="2024-04-01"),
+        CorpusPage("https://c.example/bridge", page("Bridge news", [
+            "The Harbor Bridge toll for cars is 8 dollars at peak hours under the interim plan.", *filler]),
+            published="2024-05-01"),
+    ])
+
+
+def _built(tmp_path: Path, pages: list[CorpusPage]) -> Path:
+    corpus = tmp_path / "hostile"
+    build_corpus(pages, corpus)
+    return corpus
+
+
+def test_hostile_titles_and_sentences_cannot_escape_the_checks(tmp_path: Path) -> None:
+    corpus = _hostile_corpus(tmp_path)
+    rr = _run("How much is the Harbor Bridge toll for cars at peak hours?", corpus, tmp_path / "r.sqlite")
+    assert rr.status == "complete", rr.problems
+    body = rr.report.markdown.split("## Sources", 1)[0]
+    lines = body.splitlines()
+    assert [ln for ln in lines if ln.startswith("#")] == [lines[0]] + [ln for ln in lines if ln == "## Sources disagree"]
+    assert "\x1b" not in rr.report.markdown and "evil.example" not in body
+    assert "\\*new\\*" in body  # emphasis markers from a page are shown, not interpreted
+    _checked(rr, corpus)
+    section = rr.report.markdown.split("## Sources disagree", 1)[1].split("## Sources", 1)[0]
+    assert section.count("[F") == len({f.source for f in rr.findings}) == 3  # one block, each quote once
+
+
+@pytest.mark.parametrize("question", [
+    "What did Gov. Alvarez say about the Harbor Bridge toll?",
+    "Is https://a.example/bridge right about the Harbor Bridge toll for cars?",
+    "https://a.example/bridge says what about the Harbor Bridge toll for cars?",
+    "What is the Harbor Bridge toll? Who built the Harbor Bridge? When did the Harbor Bridge open? How long is the "
+    "Harbor Bridge? Who owns the harbor ferry? What does the harbor tunnel cost?",
+])
+def test_questions_with_abbreviations_urls_or_many_parts_pass_the_checks(question: str, tmp_path: Path) -> None:
+    corpus = _hostile_corpus(tmp_path)
+    rr = _run(question, corpus, tmp_path / "r.sqlite")
+    assert rr.status == "complete", rr.problems
+    assert rr.plan is not None and len(rr.plan.sub_questions) <= 4
+    assert "answered: Not researched" not in rr.report.markdown
+    assert "Https://" not in rr.report.markdown
     _checked(rr, corpus)

@@ -266,8 +266,8 @@ def test_on_real_news_pages_the_answer_sentence_is_picked_and_an_unrelated_quest
     assert select_sentences("Who won the 2019 Tour de France?", pages) == []
 
 
-def test_the_gold_suite_draft_points_at_pages_of_the_news_corpus():
-    suite = json.loads((REPO / "benchmarks" / "suites" / "news-gold-draft.json").read_text("utf-8"))
+def test_the_extractive_gold_set_points_at_pages_of_the_news_corpus() -> None:
+    suite = json.loads((REPO / "benchmarks" / "perf" / "extractive_gold.json").read_text("utf-8"))
     urls = {json.loads(line)["url"] for line in (NEWS / "manifest.jsonl").read_text("utf-8").splitlines()}
     kinds = [item["kind"] for item in suite]
     assert kinds.count("factual") == 20 and kinds.count("unanswerable") == 3 and kinds.count("conflict") >= 1

@@ -17,7 +17,6 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from pipeline.cli.commands import require_run_access
 from pipeline.config import ConfigError, Settings
 from pipeline.core.budget import Budget
 from pipeline.core.event_types import (
@@ -35,6 +34,7 @@ from pipeline.core.events import EventSink, FanOut
 from pipeline.core.schema import BudgetLimits, Mode, Problem, RunOptions, RunResult
 from pipeline.research.context import RunContext
 from pipeline.research.orchestrator import build_context, research
+from pipeline.research.preflight import require_run_access
 from pipeline.store.base import RunStore
 from pipeline.store.files import save_run_file
 from pipeline.store.timeline import TimelineRecorder

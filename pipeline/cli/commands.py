@@ -13,12 +13,11 @@ from pipeline.core.budget import Budget
 from pipeline.core.schema import BudgetLimits, RunOptions, RunResult, SearchResult
 from pipeline.models.base import LLMError
 from pipeline.models.factory import model_client
+from pipeline.research import preflight
 from pipeline.research.orchestrator import new_run_id, research
 from pipeline.store import open_store
-from pipeline.web.corpus import Corpus
 from pipeline.web.fetch import Fetcher
 from pipeline.web.search.anthropic import ServerWebSearch
-from pipeline.web.search.registry import require_search_access
 from pipeline.web.search.service import SearchFailed, make_provider, unique_results
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -97,16 +96,13 @@ def run_question(question: str, *, mode: str, json_path: str | None, quiet: bool
 
 
 def require_run_access(settings: Settings, mode: str) -> None:
-    """ConfigError naming the setting to fix when a run in `mode` could not start: a model key (not for
-    extractive runs), the search provider's setting, and a corpus that opens."""
-    if mode != "extractive":
-        try:
-            settings.require_model_access()
-        except ConfigError as e:
-            raise ConfigError(f"{e} Or run with --mode extractive, which uses no model.") from None
-    require_search_access(settings)
-    if settings.search_provider == "corpus":
-        Corpus.open(settings.corpus_dir).close()  # a missing or damaged corpus is one clear line, before a run starts
+    """research.preflight's check, its model-key message also pointing to the mode that needs no key."""
+    try:
+        preflight.require_run_access(settings, mode)
+    except ConfigError as e:
+        if mode == "extractive" or "ANTHROPIC_API_KEY" not in str(e):
+            raise
+        raise ConfigError(f"{e} Or run with --mode extractive, which uses no model.") from None
 
 
 def check_json_path(json_path: str | None) -> None:

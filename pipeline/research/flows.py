@@ -14,9 +14,7 @@ from pipeline.research.steps.plan import make_plan
 from pipeline.research.steps.research import research_fixed
 from pipeline.research.steps.review import final_report, write_and_review
 from pipeline.research.steps.worker import research_tools
-from pipeline.research.steps.write import no_evidence_report
-
-NOT_RESEARCHED = "Not researched (the plan was capped): "
+from pipeline.research.steps.write import NOT_RESEARCHED, no_evidence_report
 
 
 class Step(Protocol):
@@ -35,10 +33,11 @@ class SoFar:
     problems: list[Problem] = field(default_factory=list)
 
 
-def _evidence(plan: Plan, analysis: Analysis, ctx: RunContext) -> Evidence:
+def _evidence(question: str, plan: Plan, analysis: Analysis, ctx: RunContext) -> Evidence:
     gaps = analysis.gaps + [NOT_RESEARCHED + q for q in plan.not_researched]
     return Evidence(findings=analysis.findings, sources=ctx.notebook.sources(), gaps=gaps,
-                    calculations=ctx.calculations.all(), proxies=[sq.proxy for sq in plan.sub_questions if sq.proxy])
+                    calculations=ctx.calculations.all(), proxies=[sq.proxy for sq in plan.sub_questions if sq.proxy],
+                    question=question)
 
 
 def _with_unread_note(markdown: str, ctx: RunContext, unread_note: Callable[[], str | None]) -> str:
@@ -63,7 +62,7 @@ def model_flow(question: str, ctx: RunContext, options: RunOptions, step: Step, 
     so_far.problems += step("judge", lambda: judge_support(ctx, ctx.notebook.findings())) or []
     so_far.analysis = analysis = analyse(plan, ctx)
     so_far.problems += analysis.problems
-    evidence = _evidence(plan, analysis, ctx)
+    evidence = _evidence(question, plan, analysis, ctx)
     if analysis.findings:
         outcome = step("write", lambda: write_and_review(question, evidence, analysis.conflicts, ctx,
                                                          options.review_rounds))
@@ -78,14 +77,14 @@ def extractive_flow(question: str, ctx: RunContext, options: RunOptions, step: S
                     unread_note: Callable[[], str | None]) -> None:
     """plan by code -> fixed research -> sentences selected by code -> analyse -> template -> checks in code."""
     so_far.plan = plan = step("plan", lambda: plan_by_code(question))
-    by_sq = step("research", lambda: research_fixed(plan, ctx, options))
-    so_far.problems += step("analyse", lambda: select_findings(plan, by_sq, ctx))
+    step("research", lambda: research_fixed(plan, ctx, options))
+    so_far.problems += step("analyse", lambda: select_findings(plan, ctx))
     analysis = analyse(plan, ctx)
     sources = ctx.notebook.sources()
     so_far.analysis = analysis = analysis.model_copy(update={"conflicts": analysis.conflicts + figure_conflicts(
         plan, analysis.findings, sources, analysis.conflicts)})
     so_far.problems += analysis.problems
-    evidence = _evidence(plan, analysis, ctx)
+    evidence = _evidence(question, plan, analysis, ctx)
     body = step("write", lambda: extractive_report(question, plan, evidence, analysis.conflicts))
     so_far.problems += step("review", lambda: check_report(body, evidence))
     markdown = final_report(body, evidence) if analysis.findings else _with_unread_note(body, ctx, unread_note)

@@ -47,6 +47,7 @@ from pipeline.web.fetch import SavedPage, extract_document
 from pipeline.web.search.base import SearchFailed
 
 MANIFEST = "manifest.jsonl"
+_FIX = "RESEARCH_CORPUS_DIR to another folder of saved pages"
 SETTINGS = "corpus.json"
 INDEX = ".index.sqlite"
 INDEX_VERSION = "1"  # bump when what is indexed changes, so existing indexes are rebuilt
@@ -104,17 +105,24 @@ def _read_manifest(root: Path) -> tuple[bytes, list[ManifestEntry]]:
         raise ConfigError(f"No corpus at {root}: {MANIFEST} is missing. Set RESEARCH_CORPUS_DIR to a folder of "
                           "saved pages (see pipeline/web/corpus.py), or choose another RESEARCH_SEARCH_PROVIDER."
                           ) from None
+    try:
+        lines = raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path} is not UTF-8 text ({e.reason} at byte {e.start}); fix it, or set "
+                          f"{_FIX}") from None
     entries = []
-    for number, line in enumerate(raw.decode("utf-8").splitlines(), 1):
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             entry = ManifestEntry.model_validate_json(line)
         except ValidationError as e:
-            raise ConfigError(f"{path} line {number} is not a valid entry: {e.errors()[0]['msg']}") from None
+            raise ConfigError(f"{path} line {number} is not a valid entry: {e.errors()[0]['msg']}; fix it, or set "
+                              f"{_FIX}") from None
         file = (root / entry.path).resolve() if entry.path is not None else None
         if file is not None and (not file.is_relative_to(root.resolve()) or not file.is_file()):
-            raise ConfigError(f"{path} line {number}: {entry.path!r} is not a file inside {root}")
+            raise ConfigError(f"{path} line {number}: {entry.path!r} is not a file inside {root}; fix it, or set "
+                              f"{_FIX}")
         entries.append(entry)
     return raw, entries
 
@@ -290,6 +298,7 @@ def _build_index(root: Path, entries: list[ManifestEntry], fingerprint: str, ind
         # Built under a temporary name and renamed, so a concurrent opener never sees half an index.
         fd, tmp = tempfile.mkstemp(prefix=".index-", suffix=".tmp", dir=root)
         os.close(fd)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; other users of the corpus must be able to read it
     except OSError:  # read-only folder: index in memory for this process
         db = sqlite3.connect(":memory:", check_same_thread=False)
         _fill(db, root, entries, fingerprint)

@@ -148,7 +148,8 @@ def _tidy(part: str, ask: bool) -> str:
         part, ask = asked, True  # "Please tell me who founded X" -> "Who founded X?"
     if not part:
         return part
-    part = part[0].upper() + part[1:]
+    if not re.match(r"[a-z][a-z0-9+.-]*://", part, re.I):  # a URL keeps its own spelling
+        part = part[0].upper() + part[1:]
     if ask and part[-1] not in _ENDS + ".":
         part += "?"
     return part

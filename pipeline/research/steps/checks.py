@@ -7,11 +7,13 @@ from dataclasses import dataclass, field
 from pipeline.core.ids import CALCULATION, CITATION, CITED_ID, GAP, gap_id
 from pipeline.core.schema import Calculation, Finding, Problem, Source
 from pipeline.core.urls import url_key
+from pipeline.research.extractive.terms import ABBREVIATIONS
 
 _NUMBER = re.compile(r"(?<![\w.])[-−]?\d[\d,]*(?:\.\d+)?")
 _URL = re.compile(r"https?://[^\s)\]>\"']+", re.I)
-_ABBREV = re.compile(r"\b(?:e\.g|i\.e|etc|vs|Mr|Mrs|Ms|Dr|St|No|U\.S|U\.K|approx|Inc|Ltd|Co|Jan|Feb|Mar|Apr|Jun|Jul|"
-                     r"Aug|Sep|Sept|Oct|Nov|Dec)\.$", re.I)
+# The same abbreviations the extractive sentence splitter keeps whole, so a quote it picked is one sentence here.
+_ABBREV = re.compile(r"\b(?:" + "|".join(sorted((re.escape(a) for a in ABBREVIATIONS), key=len, reverse=True))
+                     + r")\.$", re.I)
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 SOURCES_HEADING = re.compile(r"^#{1,6}\s*Sources\s*$", re.I | re.M)
 
@@ -25,6 +27,7 @@ class Evidence:
     gaps: list[str] = field(default_factory=list)
     calculations: list[Calculation] = field(default_factory=list)
     proxies: list[str] = field(default_factory=list)  # "most popular -> most GitHub stars", shown in the label
+    question: str = ""  # restating the question (or a gap) is not a claim, so its URLs are not "unfetched"
 
     def gap_ids(self) -> list[str]:
         return [gap_id(i) for i in range(1, len(self.gaps) + 1)]
@@ -41,14 +44,15 @@ def sentences(markdown: str) -> list[str]:
     out: list[str] = []
     for raw in body_of(markdown).splitlines():
         line = raw.strip()
-        if not line or line.startswith(("#", ">", "---", "***", "___", "|-", "| -")) or _is_label(line):
+        if not line or line.startswith(("#", ">", "---", "***", "___", "|-", "| -")) or is_label(line):
             continue
         line = _BULLET.sub("", line).strip("|").strip()
         out.extend(_split(line))
     return [s for s in out if re.search(r"[A-Za-z0-9]", CITATION.sub("", s))]
 
 
-def _is_label(line: str) -> bool:
+def is_label(line: str) -> bool:
+    """Whether `line` is the machine-assisted label a report carries under its title (not a claim)."""
     plain = line.strip("*_ ").lower()
     return plain.startswith(("machine-assisted", "this report was machine-assisted", "machine assisted"))
 
@@ -137,8 +141,9 @@ def check_report(markdown: str, evidence: Evidence) -> list[Problem]:
                     f"The number(s) {', '.join(missing)} appear in no quote this sentence cites; "
                     "use only figures from the quotes (or a cited calculation).", sentence)
     fetched = {url_key(u) for s in evidence.sources for u in (s.url, s.final_url)}
+    asked = {url_key(u.rstrip(".,;:?")) for text in (evidence.question, *evidence.gaps) for u in _URL.findall(text)}
     for url in _URL.findall(body_of(markdown)):
-        if url_key(url.rstrip(".,;:")) not in fetched:
+        if url_key(url.rstrip(".,;:")) not in fetched | asked:
             problem("unfetched_url", f"{url} was not fetched in this run; remove it.", url)
     for gid, gap in zip(evidence.gap_ids(), evidence.gaps, strict=True):
         if gid not in mentioned_gaps:

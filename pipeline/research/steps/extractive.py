@@ -2,6 +2,7 @@
 as findings like any other, and a report written by a template that only attributes quotes, never paraphrases."""
 from __future__ import annotations
 
+import re
 from itertools import combinations
 from urllib.parse import urlsplit
 
@@ -12,11 +13,12 @@ from pipeline.research.context import RunContext
 from pipeline.research.extractive.figures import disagree
 from pipeline.research.extractive.questions import split_question_result
 from pipeline.research.extractive.select import PageText, SentenceIndex, select_sentences
-from pipeline.research.steps.checks import Evidence, numbers_in, sentences
+from pipeline.research.steps.checks import Evidence, check_report, numbers_in
 from pipeline.research.steps.conflicts import conflict
-from pipeline.research.steps.write import inert, label, no_evidence_report
+from pipeline.research.steps.write import gap_sentence, inert, label, no_evidence_report
 
 STEP = "extract"
+_SENTENCE_END = re.compile(r"[.?!;:]+")
 PICKS_PER_SUB_QUESTION = 3
 LABEL = ("_Machine-assisted research report, extractive (no model): every sentence below was selected by code from a "
          "fetched page and is a verbatim quote located in it; no model wrote or judged anything. Check the sources "
@@ -34,13 +36,15 @@ def plan_by_code(question: str) -> Plan:
     return Plan(sub_questions=sub_questions, not_researched=split.dropped)
 
 
-def select_findings(plan: Plan, sources_by_sq: dict[str, list[str]], ctx: RunContext) -> list[Problem]:
+def select_findings(plan: Plan, ctx: RunContext) -> list[Problem]:
     """Record the best sentences of every fetched page for each sub-question as findings (verified by the notebook).
 
-    Sentences the reviewer's sentence splitter would cut in two are skipped, so every report line stays checkable.
+    A sentence whose report line would fail the reviewer's checks (cut in two by its sentence splitter, a URL that
+    was not fetched) is skipped, so the report this mode writes always passes them.
     """
     ctx.events.emit(StepEvent(name=STEP, status="started", sub_questions=len(plan.sub_questions)))
     sources = ctx.notebook.sources()
+    by_id = {s.id: s for s in sources}
     index = SentenceIndex.build([PageText(source_id=s.id, title=s.title, text=ctx.notebook.text(s.id))
                                  for s in sources])
     problems: list[Problem] = []
@@ -51,7 +55,7 @@ def select_findings(plan: Plan, sources_by_sq: dict[str, list[str]], ctx: RunCon
         picks = select_sentences(sq.question, index, k=PICKS_PER_SUB_QUESTION * 2, extra_terms=sq.queries[1:2])
         kept = 0
         for pick in picks:
-            if kept == PICKS_PER_SUB_QUESTION or len(sentences(pick.text)) != 1:
+            if kept == PICKS_PER_SUB_QUESTION or not _checkable(pick.text, by_id[pick.source_id]):
                 continue
             outcome = ctx.notebook.add_finding(source=pick.source_id, claim=pick.text, quote=pick.text,
                                                sub_question=sq.id, confidence="medium")
@@ -92,24 +96,37 @@ def figure_conflicts(plan: Plan, findings: list[Finding], sources: list[Source],
     return found
 
 
+def _checkable(quote: str, source: Source) -> bool:
+    """Whether the report line quoting `quote` from `source` passes the reviewer's code checks on its own."""
+    trial = Finding(id="F1", source=source.id, claim=quote, quote=quote, start=0, end=len(quote))
+    return not check_report(_attribution(trial, {source.id: source}), Evidence(findings=[trial], sources=[source]))
+
+
 def _name(source: Source | None, allowed: set[str]) -> str:
-    """How a sentence names its source: the title, else the host, when neither brings a figure no quote holds."""
+    """How a line names its source: the title, else the host, else its id; never a figure no quote holds.
+
+    Sentence ends are taken out of a title, so a title cannot end the line's sentence before its citation.
+    """
     if source is None:
-        return "A source"
-    for name in (source.title, urlsplit(source.final_url).hostname):
+        return "an unrecorded source"
+    title = _SENTENCE_END.sub(" ", source.title or "")
+    for name in (title, urlsplit(source.final_url).hostname or ""):
+        name = " ".join(name.removeprefix("www.").split())[:120]
         if name and numbers_in(name) <= allowed:
-            return inert(" ".join(name.removeprefix("www.").split())[:120])
-    return "A source"
+            return inert(name)
+    return f"source {source.id}"
 
 
 def _attribution(f: Finding, sources: dict[str, Source]) -> str:
-    """'<title> (<date>) reports: "<quote>" [F3].' - the quote exactly as located, the source named, no paraphrase."""
+    """'Quoted from <title> (<date>): "<quote>" [F3].' - the quote exactly as located, the source named.
+
+    The line starts with fixed words, so no page title can make it a heading, a label or a table row.
+    """
     src = sources.get(f.source)
     published = src.published if src and src.published else None
     allowed = numbers_in(f.quote) | (numbers_in(published) if published else set())
     when = f" ({published})" if published else ""
-    quote = inert(f.quote).rstrip()
-    return f'{_name(src, allowed)}{when} reports: "{quote}" [{f.id}].'
+    return f'Quoted from {_name(src, allowed)}{when}: "{inert(f.quote).rstrip()}" [{f.id}].'
 
 
 def extractive_report(question: str, plan: Plan, evidence: Evidence, conflicts: list[Conflict]) -> str:
@@ -127,19 +144,18 @@ def extractive_report(question: str, plan: Plan, evidence: Evidence, conflicts: 
         if found:
             lines += [" ".join(_attribution(f, sources) for f in found), ""]
         elif sq.question in gap_of:
-            lines += [f"No source that was fetched answered: {inert(sq.question).rstrip('.')} [{gap_of[sq.question]}].",
-                      ""]
+            lines += [gap_sentence(sq.question, gap_of[sq.question]), ""]
     others = [(g, gid) for g, gid in gap_of.items() if g not in {sq.question for sq in plan.sub_questions}]
     if others:
         lines += ["## Not established", ""]
-        lines += [f"- No source that was fetched answered: {inert(g).rstrip('.')} [{gid}]." for g, gid in others]
+        lines += [f"- {gap_sentence(g, gid)}" for g, gid in others]
         lines.append("")
     if conflicts:
         findings = {f.id: f for f in evidence.findings}
         lines += ["## Sources disagree", ""]
-        for c in conflicts:
-            sides = [findings[i] for i in c.findings if i in findings]
-            lines += [f"- {_attribution(f, sources)}" for f in sides]
+        for sub_question in dict.fromkeys(c.sub_question for c in conflicts):  # one block per sub-question
+            ids = dict.fromkeys(i for c in conflicts if c.sub_question == sub_question for i in c.findings)
+            lines += [f"- {_attribution(findings[i], sources)}" for i in ids if i in findings]
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 

@@ -10,14 +10,17 @@ from pipeline.models.base import LLMError
 from pipeline.research.context import RunContext
 from pipeline.research.prompts import load
 from pipeline.research.steps import tags
-from pipeline.research.steps.checks import Evidence, body_of
+from pipeline.research.steps.checks import Evidence, body_of, is_label
 
+NOT_RESEARCHED = "Not researched (the plan was capped): "
 LABEL = ("_Machine-assisted research report: every sentence cites a verbatim quote from a fetched source; "
          "check the sources before relying on it._")
 WRITER_MAX_TOKENS = 4000
 _FENCE = re.compile(r"^```[\w-]*\n(.*)\n```$", re.S)
 # Markdown that could turn untrusted text into a link, an image, an autolink, inline HTML or code.
-_MD_ACTIVE = re.compile(r"([\\\[\]()!<>`])")
+_MD_ACTIVE = re.compile(r"([\\\[\]()!<>`*_])")
+# Control characters (terminal escapes) and bidi overrides: never passed from a page into a report.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 # Not allowed raw in a URI, so encoding them keeps the address; with brackets encoded no "[..](..)" can form.
 _URL_ESCAPES = {ch: f"%{ord(ch):02X}" for ch in '[]<>`"\\ {}|^'}
 _AUTHORITY = re.compile(r"^[a-z][a-z0-9+.-]*://[^/?#\s<>`\"]*", re.I)
@@ -90,7 +93,7 @@ def write_report(question: str, evidence: Evidence, conflicts: list[Conflict], c
 
 def with_label(body: str, question: str, evidence: Evidence | None = None) -> str:
     """`body` with a title first and exactly one machine-assisted label line right after it."""
-    lines = [ln for ln in body.strip().splitlines() if not _is_label(ln)]
+    lines = [ln for ln in body.strip().splitlines() if not is_label(ln)]
     while lines and not lines[0].strip():
         lines.pop(0)
     if lines and lines[0].lstrip().startswith("#"):
@@ -100,10 +103,6 @@ def with_label(body: str, question: str, evidence: Evidence | None = None) -> st
     while rest and not rest[0].strip():
         rest.pop(0)
     return "\n".join([title, "", label(evidence), "", *rest]).rstrip() + "\n"
-
-
-def _is_label(line: str) -> bool:
-    return line.strip().strip("*_ ").lower().startswith(("machine-assisted", "machine assisted"))
 
 
 def cited_finding_ids(markdown_body: str) -> list[str]:
@@ -145,6 +144,13 @@ def safe_url(url: str) -> str:
     return head + "".join(_URL_ESCAPES.get(ch, ch) for ch in tail)
 
 
+def gap_sentence(gap: str, gap_id: str) -> str:
+    """The report sentence naming a gap: what no fetched source answered, or what the capped plan left out."""
+    if gap.startswith(NOT_RESEARCHED):
+        return f"{inert(gap).rstrip('.')} [{gap_id}]."
+    return f"No source that was fetched answered: {inert(gap).rstrip('.')} [{gap_id}]."
+
+
 def no_evidence_report(question: str, evidence: Evidence) -> str:
     """The report when no finding survived: a title, the label and one cited sentence per gap; no figures invented."""
     lines = [f"# {_one_line(question) or 'Research report'}", "", label(evidence), ""]
@@ -152,7 +158,7 @@ def no_evidence_report(question: str, evidence: Evidence) -> str:
     if not gaps:
         lines.append("No source that was fetched answered the question, so this report states no findings.")
     for gid, gap in gaps:
-        lines.append(f"No source that was fetched answered: {inert(gap).rstrip('.')} [{gid}].")
+        lines.append(gap_sentence(gap, gid))
     return "\n".join(lines) + "\n"
 
 
@@ -165,11 +171,11 @@ def fallback_report(question: str, evidence: Evidence) -> str:
     gaps = list(zip(evidence.gap_ids(), evidence.gaps, strict=True))
     if gaps:
         lines += ["", "## Not established", ""]
-        lines += [f"- No source that was fetched answered: {inert(gap).rstrip('.')} [{gid}]." for gid, gap in gaps]
+        lines += [f"- {gap_sentence(gap, gid)}" for gid, gap in gaps]
     return "\n".join(lines) + "\n"
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    return " ".join(_CONTROL.sub(" ", text).split())
 
 

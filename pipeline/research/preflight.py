@@ -1,0 +1,16 @@
+"""Checks made before a run is started (and paid for): the settings its mode needs are there and work."""
+from __future__ import annotations
+
+from pipeline.config import Settings
+from pipeline.web.corpus import Corpus
+from pipeline.web.search.registry import require_search_access
+
+
+def require_run_access(settings: Settings, mode: str) -> None:
+    """ConfigError naming the setting to fix when a run in `mode` could not start: a model key (not for
+    extractive runs), the search provider's setting, and a corpus that opens."""
+    if mode != "extractive":
+        settings.require_model_access()
+    require_search_access(settings)
+    if settings.search_provider == "corpus":
+        Corpus.open(settings.corpus_dir).close()  # a missing or damaged corpus is one clear line, before a run starts
