@@ -276,3 +276,12 @@ def test_the_extractive_gold_set_points_at_pages_of_the_news_corpus() -> None:
             assert item["gold_url"] in urls and all(t in item["answer_sentence"] for t in item["answer_terms"])
         if item["kind"] == "conflict":
             assert len(item["sources"]) == 2 and all(s["url"] in urls for s in item["sources"])
+
+
+def test_a_page_that_never_names_the_subject_of_the_question_is_not_quoted() -> None:
+    home_depot = page("S1", "Home Depot stock fell after the retailer reported third-quarter earnings for 2019. "
+                      "Revenue in the third quarter of 2019 rose to 27.2 billion dollars, the company said.",
+                      title="Home Depot Stock Is Falling After Its Earnings Release")
+    assert select_sentences("What was Tesla's revenue in the third quarter of 2019?", [home_depot]) == []
+    picks = select_sentences("What was Home Depot's revenue in the third quarter of 2019?", [home_depot])
+    assert any("27.2 billion" in p.text for p in picks)

@@ -221,6 +221,13 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
 
 
+def _named(question: str) -> frozenset[str]:
+    """Terms of the names the question is about: capitalised words past its first word ("Tesla", "Assange")."""
+    words = re.findall(r"[\w'’-]+", question)[1:]
+    capitalised = " ".join(w for w in words if w[:1].isupper() and not w.isupper() or len(w) > 1 and w.isupper())
+    return frozenset(content_terms(capitalised, stemmed=True))
+
+
 def _eligible(coverage: float, context_coverage: float, matched: int, wanted: int, typed: bool) -> bool:
     """The relevance threshold. A sentence is kept when it holds at least MIN_COVERAGE of the question's
     idf-weighted terms and (for questions of two or more terms) matches two of them; or when its context
@@ -270,12 +277,15 @@ def select_sentences(sub_question: str, pages: Sequence[PageText] | SentenceInde
     page_cov = [sum(w * idf[t] for t, w in weights.items() if t in vocab) / total for vocab in index.page_terms]
     title_cov = [sum(w * idf[t] for t, w in weights.items() if t in tt) / total for tt in index.title_terms]
 
+    names = _named(asked)
     candidates: set[int] = set()
     for term in weights:
         candidates.update(index.postings.get(term, ()))
     scored: list[tuple[float, int]] = []
     for s_id in candidates:
         s = index.sentences[s_id]
+        if names and names.isdisjoint(index.page_terms[s.page]):
+            continue  # a page that never names what the question is about cannot answer it
         present = [t for t in weights if t in s.tf]
         coverage = sum(weights[t] * idf[t] for t in present) / total
         answer = _answer_bonus(s, kinds, main, question_names)
