@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from pipeline.config import ConfigError, Settings
 from pipeline.core.schema import RunOptions
 from pipeline.research.orchestrator import research
+from pipeline.research.steps.checks import Evidence, check_report
 from pipeline.web.corpus import Corpus, CorpusPage, CorpusSearch, build_corpus
 from pipeline.web.fetch import Fetcher
 from pipeline.web.search.base import SearchFailed
@@ -59,7 +61,9 @@ def test_every_page_paywalled_gives_gaps_and_says_why(tmp_path: Path) -> None:
     rr = research("How many companies can bid on lunar lander task orders?", settings,
                   options=RunOptions(mode="extractive"))
     assert rr.findings == [] and rr.sources == [] and rr.report.gaps
-    assert "could not be read (3 HTTP 403)" in rr.report.markdown
+    assert "\n> 3 pages found could not be read (3 HTTP 403)" in rr.report.markdown
+    evidence = Evidence(findings=[], sources=[], gaps=rr.report.gaps, question=rr.question)
+    assert check_report(rr.report.markdown, evidence) == []  # the note reports on the run; it is no claim
 
 
 def test_a_search_outage_is_a_message_and_the_run_names_its_gaps(tmp_path: Path) -> None:
@@ -71,7 +75,9 @@ def test_a_search_outage_is_a_message_and_the_run_names_its_gaps(tmp_path: Path)
     rr = research("How many companies can bid on lunar lander task orders?", settings,
                   options=RunOptions(mode="extractive"))
     assert rr.findings == [] and rr.report.gaps and rr.usage.searches >= 1
-    assert rr.status in ("complete", "partial")
+    assert rr.status == "partial" and [p.kind for p in rr.problems] == ["search_failed"]
+    assert re.search(r"\n> All \d+ searches failed, so no page could be found \(SEARCH_FAILED: the search service "
+                     r"is down \(HTTP 503\)\)", rr.report.markdown)
 
 
 def test_invalid_corpus_settings_name_the_file(tmp_path: Path) -> None:

@@ -40,15 +40,33 @@ def _evidence(question: str, plan: Plan, analysis: Analysis, ctx: RunContext) ->
                     question=question)
 
 
-def _with_unread_note(markdown: str, ctx: RunContext, unread_note: Callable[[], str | None]) -> str:
-    """A report resting on no source says why when pages were found but could not be read."""
-    if (note := unread_note()) is not None and not ctx.notebook.sources():
-        return markdown.rstrip() + "\n\n" + note + "\n"
+class Tally(Protocol):
+    """What the run saw fail: every search (an outage), or pages that could not be read."""
+
+    def search_outage(self) -> str | None: ...
+
+    def note(self) -> str | None: ...
+
+
+def _with_unread_note(markdown: str, ctx: RunContext, tally: Tally) -> str:
+    """A report resting on no source says why when searches failed or pages could not be read.
+
+    The note is a quoted block: it reports on the run, it states nothing from a source, so it is not checked as a
+    claim.
+    """
+    if (note := tally.note()) is not None and not ctx.notebook.sources():
+        return markdown.rstrip() + "\n\n> " + note + "\n"
     return markdown
 
 
+def _outage_problem(tally: Tally) -> list[Problem]:
+    """A problem when no search worked: the report's gaps then say nothing about the question itself."""
+    outage = tally.search_outage()
+    return [] if outage is None else [Problem(kind="search_failed", step="research", message=outage)]
+
+
 def model_flow(question: str, ctx: RunContext, options: RunOptions, step: Step, so_far: SoFar,
-               unread_note: Callable[[], str | None]) -> None:
+               tally: Tally) -> None:
     """plan (lead model) -> fixed or tools research -> support judge -> analyse -> write and review."""
     so_far.plan = plan = step("plan", lambda: make_plan(question, ctx, options))
     if plan.fallback:
@@ -59,6 +77,7 @@ def model_flow(question: str, ctx: RunContext, options: RunOptions, step: Step, 
         so_far.problems += step("analyse", lambda: propose_findings(plan, by_sq, ctx, options)) or []
     else:
         so_far.problems += step("research", lambda: research_tools(plan, ctx, options)) or []
+    so_far.problems += _outage_problem(tally)
     so_far.problems += step("judge", lambda: judge_support(ctx, ctx.notebook.findings())) or []
     so_far.analysis = analysis = analyse(plan, ctx)
     so_far.problems += analysis.problems
@@ -69,15 +88,16 @@ def model_flow(question: str, ctx: RunContext, options: RunOptions, step: Step, 
         markdown = outcome.markdown
         so_far.problems += outcome.problems
     else:
-        markdown = _with_unread_note(no_evidence_report(question, evidence), ctx, unread_note)
+        markdown = _with_unread_note(no_evidence_report(question, evidence), ctx, tally)
     so_far.report = Report(markdown=markdown, gaps=evidence.gaps, conflicts=analysis.conflicts)
 
 
 def extractive_flow(question: str, ctx: RunContext, options: RunOptions, step: Step, so_far: SoFar,
-                    unread_note: Callable[[], str | None]) -> None:
+                    tally: Tally) -> None:
     """plan by code -> fixed research -> sentences selected by code -> analyse -> template -> checks in code."""
     so_far.plan = plan = step("plan", lambda: plan_by_code(question))
     step("research", lambda: research_fixed(plan, ctx, options))
+    so_far.problems += _outage_problem(tally)
     so_far.problems += step("analyse", lambda: select_findings(plan, ctx))
     analysis = analyse(plan, ctx)
     sources = ctx.notebook.sources()
@@ -87,5 +107,5 @@ def extractive_flow(question: str, ctx: RunContext, options: RunOptions, step: S
     evidence = _evidence(question, plan, analysis, ctx)
     body = step("write", lambda: extractive_report(question, plan, evidence, analysis.conflicts))
     so_far.problems += step("review", lambda: check_report(body, evidence))
-    markdown = final_report(body, evidence) if analysis.findings else _with_unread_note(body, ctx, unread_note)
+    markdown = final_report(body, evidence) if analysis.findings else _with_unread_note(body, ctx, tally)
     so_far.report = Report(markdown=markdown, gaps=evidence.gaps, conflicts=analysis.conflicts)

@@ -11,7 +11,7 @@ from typing import Any
 
 from pipeline.config import Settings
 from pipeline.core.budget import Budget
-from pipeline.core.event_types import Event, FetchEvent, InternalErrorEvent, SessionEvent, TapeEvent
+from pipeline.core.event_types import Event, FetchEvent, InternalErrorEvent, SearchEvent, SessionEvent, TapeEvent
 from pipeline.core.events import EventSink, FanOut, NullSink
 from pipeline.core.notebook import Notebook
 from pipeline.core.schema import Finding, Plan, Problem, RunOptions, RunResult, RunStatus
@@ -34,11 +34,13 @@ from pipeline.web.search.service import Searcher, SearchProvider, SearchService,
 
 
 class FetchTally:
-    """Counts pages that could not be read, by reason, so a report without findings can say why."""
+    """Counts searches and pages that failed, by reason, so a report without findings can say why."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.failed: Counter[str] = Counter()
+        self.searches_failed: Counter[str] = Counter()
+        self.searches_ok = 0
 
     def emit(self, event: Event, *, tokens: int = 0, ms: float = 0.0) -> None:
         if isinstance(event, FetchEvent) and not event.ok and not event.cached:
@@ -48,9 +50,26 @@ class FetchTally:
             if reason not in ("budget", "repeat_failure"):
                 with self._lock:
                     self.failed[reason] += 1
+        elif isinstance(event, SearchEvent):
+            with self._lock:
+                if event.message and not event.count and "budget" not in event.message.lower():
+                    self.searches_failed[" ".join(event.message.split())[:160]] += 1
+                elif event.count:
+                    self.searches_ok += 1
+
+    def search_outage(self) -> str | None:
+        """One sentence when every search failed (the search service is down), else None."""
+        with self._lock:
+            if self.searches_ok or not self.searches_failed:
+                return None
+            total = sum(self.searches_failed.values())
+            message = self.searches_failed.most_common(1)[0][0]
+        return f"All {total} searches failed, so no page could be found ({message})."
 
     def note(self) -> str | None:
-        """One sentence on unreadable pages, or None when every page could be read."""
+        """One sentence on failed searches or unreadable pages, or None when every one worked."""
+        if (outage := self.search_outage()) is not None:
+            return outage
         with self._lock:
             if not self.failed:
                 return None
@@ -146,7 +165,7 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
 
     try:
         flow = extractive_flow if options.mode == "extractive" else model_flow
-        flow(question, ctx, options, step, so_far, tally.note)
+        flow(question, ctx, options, step, so_far, tally)
         status = "partial" if so_far.problems else "complete"
         if options.mode != "extractive" and ctx.budget.used().model_calls == 0:
             status = "failed"  # every model call failed: the report rests on nothing

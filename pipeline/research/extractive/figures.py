@@ -15,6 +15,10 @@ WINDOW = 3  # content words either side of a figure that tie it to the question
 _FIGURE = re.compile(r"(?<![\w.])[$€£]?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent|per cent|million|billion|trillion|"
                      r"thousand|bn|m)\b|%)?", re.I)
 _MONTH = re.compile(r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?\s+$")
+_ORDINALS = {"first": "1", "second": "2", "third": "3", "fourth": "4", "1st": "1", "2nd": "2", "3rd": "3",
+             "4th": "4"}
+_PERIOD = re.compile(r"\b(?:(?P<ord>first|second|third|fourth|[1-4](?:st|nd|rd|th))[- ](?P<unit>quarter|half)|"
+                     r"(?P<short>[QH][1-4]))\b", re.I)
 _MAGNITUDE = {"thousand": "e3", "million": "e6", "m": "e6", "billion": "e9", "bn": "e9", "trillion": "e12"}
 
 
@@ -50,9 +54,24 @@ def answer_figures(question: str, sentence: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def _periods(sentence: str) -> frozenset[str]:
+    """The parts of a year a sentence is about: "first quarter", "Q2", "second half" -> {"q1"}, {"q2"}, {"h2"}."""
+    found = set()
+    for m in _PERIOD.finditer(sentence):
+        ordinal, unit = (m.group("ord") or m.group("short") or "").lower(), (m.group("unit") or "").lower()
+        n = _ORDINALS.get(ordinal, ordinal[-1:])
+        found.add(("h" if unit.startswith("half") or ordinal.startswith("h") else "q") + n)
+    return frozenset(found)
+
+
 def disagree(question: str, a: str, b: str) -> bool:
-    """Whether sentences `a` and `b` both answer `question` with figures and share none of them."""
+    """Whether sentences `a` and `b` both answer `question` with figures and share none of them.
+
+    Figures of different quarters or halves of a year ("first quarter" against "second quarter") are two
+    periods, not two accounts of one.
+    """
     fa, fb = answer_figures(question, a), answer_figures(question, b)
-    return bool(fa and fb) and fa.isdisjoint(fb)
+    pa, pb = _periods(a), _periods(b)
+    return bool(fa and fb) and fa.isdisjoint(fb) and not (pa and pb and pa.isdisjoint(pb))
 
 
