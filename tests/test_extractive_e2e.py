@@ -245,9 +245,9 @@ def test_hostile_titles_and_sentences_cannot_escape_the_checks(tmp_path: Path) -
     corpus = _hostile_corpus(tmp_path)
     rr = _run("How much is the Harbor Bridge toll for cars at peak hours?", corpus, tmp_path / "r.sqlite")
     assert rr.status == "complete", rr.problems
-    body = rr.report.markdown.split("## Sources", 1)[0]
+    body = rr.report.markdown.split("\n## Sources\n", 1)[0]
     lines = body.splitlines()
-    assert [ln for ln in lines if ln.startswith("#")] == [lines[0]] + [ln for ln in lines if ln == "## Sources disagree"]
+    assert [ln for ln in lines if ln.startswith("#")] == [lines[0], "## Sources disagree"]
     assert "\x1b" not in rr.report.markdown and "evil.example" not in body
     assert "\\*new\\*" in body  # emphasis markers from a page are shown, not interpreted
     _checked(rr, corpus)

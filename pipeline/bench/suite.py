@@ -7,6 +7,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+# A corpus name: a folder of benchmarks/corpora, or one level below it ("failure-set/conflict"). Each segment starts
+# with a letter, digit, "_" or "-", so "." and ".." (and hidden folders) never match, and no path leaves the folder.
+_SEGMENT = r"[A-Za-z0-9_-][A-Za-z0-9_.-]*"
+CORPUS_NAME = rf"^{_SEGMENT}(?:/{_SEGMENT})?$"
+
 QuestionKind = Literal["single_page", "two_page", "unanswerable", "conflict", "premise", "proxy", "calculation",
                        "many_parts", "outage", "paywall", "injection"]
 LIVE = "live"
@@ -40,7 +45,8 @@ class SuiteQuestion(_Strict):
     expect_proxy: bool = False
     expect_calculation: bool = False
     max_sub_questions: int | None = Field(None, ge=1, description="Overrides the suite's cap.")
-    corpus: str | None = Field(None, description="Overrides the suite's corpus (a folder under benchmarks/corpora).")
+    corpus: str | None = Field(None, pattern=CORPUS_NAME, description=(
+        "Overrides the suite's corpus (a folder under benchmarks/corpora, one level deep at most, or \"live\")."))
     note: str = ""
 
     @field_validator("gold_pages")
@@ -67,7 +73,7 @@ class Suite(_Strict):
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     version: str = Field(min_length=1)
-    corpus: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    corpus: str = Field(min_length=1, pattern=CORPUS_NAME)
     description: str = ""
     max_sub_questions: int | None = Field(4, ge=1, description="The cap for every question that sets none.")
     questions: list[SuiteQuestion] = Field(min_length=1)
@@ -85,9 +91,19 @@ class Suite(_Strict):
         """The most sub-questions `question` may be split into, or None when uncapped."""
         return question.max_sub_questions if question.max_sub_questions is not None else self.max_sub_questions
 
-    def corpus_dir(self, corpora: Path) -> Path | None:
-        """The corpus folder under `corpora`, or None for a live suite."""
-        return None if self.corpus == LIVE else corpora / self.corpus
+    def corpus_of(self, question: SuiteQuestion | None = None) -> str:
+        """The corpus `question` runs against: its own when it names one, else the suite's."""
+        return question.corpus if question is not None and question.corpus is not None else self.corpus
+
+    def corpus_dir(self, corpora: Path, question: SuiteQuestion | None = None) -> Path | None:
+        """The corpus folder under `corpora` (of `question` when given), or None for a live one."""
+        name = self.corpus_of(question)
+        if name == LIVE:
+            return None
+        folder = corpora / name
+        if not folder.resolve().is_relative_to(corpora.resolve()):  # a symlink out of the corpora folder
+            raise SuiteError(f"the corpus {name!r} is not a folder inside {corpora}")
+        return folder
 
 
 class SuiteError(ValueError):

@@ -1,4 +1,4 @@
-"""CLI: python -m pipeline {run,fetch,search,runs,replay,resume,export} (also the `research` console script).
+"""CLI: python -m pipeline {run,fetch,search,runs,replay,resume,export,bench} (also the `research` console script).
 
 Exit 0 ok, 1 failed, 2 usage (an unknown run id included).
 """
@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import ValidationError
 
-from pipeline.cli import commands, store_commands
+from pipeline.cli import bench_command, commands, store_commands
 from pipeline.config import ConfigError, Settings
 from pipeline.store.base import StoreError
 
@@ -18,7 +18,7 @@ EXIT_USAGE = commands.EXIT_USAGE
 HANDLERS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "run": commands.cmd_run, "fetch": commands.cmd_fetch, "search": commands.cmd_search,
     "runs": store_commands.cmd_runs, "replay": store_commands.cmd_replay, "resume": store_commands.cmd_resume,
-    "export": store_commands.cmd_export,
+    "export": store_commands.cmd_export, "bench": bench_command.cmd_bench,
 }
 
 
@@ -46,6 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("-n", type=int, default=10, help="number of results (default 10)")
 
     _add_store_commands(sub)
+    bench_command.add_parser(sub)
     return p
 
 
