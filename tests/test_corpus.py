@@ -182,3 +182,15 @@ def test_fetch_from_corpus_uses_the_manifest_title_and_date(tmp_path: Path) -> N
                              content_type="text/plain", title="Saved notes", published="2024-02-03")], tmp_path)
     result = Fetcher(Settings(), corpus=Corpus.open(tmp_path)).fetch("https://notes.example/a")
     assert result.ok and (result.title, result.published) == ("Saved notes", "2024-02-03")
+
+
+def test_a_corpus_opened_for_pages_only_builds_no_index_and_refuses_search(tmp_path: Path) -> None:
+    root = tmp_path / "c"
+    build_corpus([CorpusPage("https://example.org/a", b"<html><body><p>" + b"Words to read here. " * 30
+                             + b"</p></body></html>")], root)
+    for index in root.glob(".index*"):
+        index.unlink()
+    corpus = Corpus.open(root, searchable=False)
+    assert corpus.get("https://example.org/a") is not None and not list(root.glob(".index*"))
+    with pytest.raises(ValueError, match="without its search index"):
+        corpus.search("words")

@@ -62,7 +62,7 @@ class PageTexts:
     def _open(self, corpus: str) -> Corpus | None:
         if corpus not in self._corpus:
             try:
-                self._corpus[corpus] = Corpus.open(self._corpora / corpus)
+                self._corpus[corpus] = Corpus.open(self._corpora / corpus, searchable=False)
             except ConfigError:
                 self._corpus[corpus] = None  # graded as "no stored text" for every quote
         return self._corpus[corpus]

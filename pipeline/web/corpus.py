@@ -148,8 +148,9 @@ class Corpus:
     """Saved pages: get(url) serves the saved bytes, search(query, n) ranks them by BM25 (title weighted)."""
 
     def __init__(self, root: Path, entries: list[ManifestEntry], db: sqlite3.Connection,
-                 settings: CorpusSettings | None = None):
+                 settings: CorpusSettings | None = None, *, searchable: bool = True):
         self.root = root
+        self.searchable = searchable
         self.settings = settings or CorpusSettings()
         self._entries = entries
         self._by_key = {url_key(e.url): e for e in entries}
@@ -157,16 +158,20 @@ class Corpus:
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, directory: str | os.PathLike[str]) -> Corpus:
-        """The corpus in `directory`, its index reused or (re)built; ConfigError when the folder is not a corpus."""
+    def open(cls, directory: str | os.PathLike[str], *, searchable: bool = True) -> Corpus:
+        """The corpus in `directory`, its index reused or (re)built; ConfigError when the folder is not a corpus.
+
+        With `searchable=False` no index is built (it means extracting every page): only get() is served, for a
+        reader that needs pages by URL, such as grading saved runs.
+        """
         root = Path(directory)
         manifest, entries = _read_manifest(root)
-        fingerprint = _fingerprint(root, manifest, entries)
-        index = root / INDEX
-        db = _open_existing(index, fingerprint)
-        if db is None:
-            db = _build_index(root, entries, fingerprint, index)
-        return cls(root, entries, db, _read_settings(root))
+        db = sqlite3.connect(":memory:", check_same_thread=False)
+        if searchable:
+            fingerprint = _fingerprint(root, manifest, entries)
+            index = root / INDEX
+            db = _open_existing(index, fingerprint) or _build_index(root, entries, fingerprint, index)
+        return cls(root, entries, db, _read_settings(root), searchable=searchable)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -191,6 +196,8 @@ class Corpus:
 
     def search(self, query: str, n: int = 10) -> list[SearchResult]:
         """Up to `n` pages best matching the words of `query` (BM25, title weighted); [] when nothing matches."""
+        if not self.searchable:
+            raise ValueError("this corpus was opened without its search index (searchable=False)")
         match = _fts_query(query)
         if match is None or n < 1:
             return []
