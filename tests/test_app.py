@@ -9,9 +9,12 @@ from contextlib import ExitStack
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from pipeline.bench.grade import grade_suite
+from pipeline.bench.saved import SUMMARY, BenchSummary
 from pipeline.core.event_types import FetchEvent, ModelResponseEvent, SearchEvent, StepEvent
 from pipeline.core.schema import Finding, Plan, Problem, Report, RunOptions, RunResult, Source, SubQuestion, Usage
 from pipeline.store.files import save_run_file
@@ -23,11 +26,20 @@ from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
 from tests.fakes.secret_manager import FakeSecretManager
 from tests.fakes.web_server import Route, WebServer
-from ui.components import report_path
+from tests.test_scoreboard import LEAD, MISSING, QUESTIONS, WORKER, saved_suite
 from ui.config import AppConfig
 from ui.jobs import MODES, ProgressSink
 from ui.ledger import SpendLedger
-from ui.library import RunLibrary, is_extractive, load_saved_runs, mode_label, models_label, run_header, summarise
+from ui.library import (
+    RunLibrary,
+    is_extractive,
+    load_saved_runs,
+    mode_label,
+    models_label,
+    report_path,
+    run_header,
+    summarise,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 APP_VARS = ["RESEARCH_BENCHMARK_DIR", "ACCESS_CODE", "ACCESS_CODE_SECRET", "RESEARCH_SECRET_MANAGER_URL",
@@ -577,3 +589,91 @@ def test_run_time_and_date_come_from_timings_not_from_the_timestamp() -> None:
     assert row.seconds == 3.5 and row.date == "2025-11-30 00:00:00"
     older = rr.model_copy(update={"timings": {"plan": 1.0, "research": 2.0}})
     assert summarise(older, file="t1.json", suite="default").seconds == 3.0
+
+
+# -- the scoreboard: graded suites (summary.json) ----------------------------------------------------------------------
+
+def frames(at: AppTest, column: str) -> list[pd.DataFrame]:
+    """The tables shown that have `column` (st.dataframe keeps no key unless it is selectable)."""
+    return [d.value for d in at.dataframe if column in d.value.columns]
+
+
+def test_the_scoreboard_shows_each_mode_side_by_side_and_every_question_with_what_failed(env: Path) -> None:
+    saved_suite(env / "bench")
+    save_run_file(env / "bench" / "adhoc", make_run("a1"))  # a suite with no summary: listed as before
+    at = page("benchmarks")
+    assert not at.exception and not at.warning  # summary.json is not a bad run file
+    assert "Scoreboard" in texts(at, "header") and at.selectbox(key="suite").options == \
+        ["smoke (version 1, corpus news, 2 questions)"]
+    metrics = frames(at, "metric")[0].set_index("metric")
+    assert list(metrics.columns) == ["fixed", "tools", "extractive (no model)"]
+    assert metrics.loc["lead model"].tolist() == [LEAD, LEAD, "no model"]
+    assert metrics.loc["worker model"].tolist() == [WORKER, WORKER, "no model"]
+    assert metrics.loc["pass rate"].tolist() == ["100%", "100%", "50%"]
+    assert metrics.loc["expectation: answer", "extractive (no model)"] == "50%"
+    for name in ("pass^1 (every repeat passes)", "citation precision", "gold-page recall", "answer recall",
+                 "sentences cited", "numbers in quotes", "cost", "cost per question", "tokens (in / out)",
+                 "tokens per question", "model calls", "model calls per question", "wall time per question"):
+        assert name in metrics.index
+    assert metrics.loc["dates (UTC)"].tolist() == ["2025-11-30", "2025-11-30", "2025-12-01"]
+    assert "Compared at equal budget" in texts(at, "caption")
+    questions = frames(at, "extractive (no model) run")[0].set_index("question")
+    q2 = questions.loc[f"q2: {QUESTIONS['q2']}"]
+    assert (q2["fixed"], q2["tools"], q2["extractive (no model)"]) == ("pass", "pass", "fail: answer")
+    assert q2["extractive (no model) report"] == "/report?run=smoke-q2-extractive"
+    assert "1 of 2 questions fail" in texts(at, "caption")
+    at.toggle(key="failing-smoke").set_value(True).run()
+    assert list(frames(at, "extractive (no model) run")[0].question) == [f"q2: {QUESTIONS['q2']}"]
+    at.selectbox(key="question-smoke").set_value("q2").run()
+    assert not at.exception and "**extractive (no model)**: :red[fail: answer]" in texts(at, "markdown")
+    detail = frames(at, "expectation")[-1]  # fixed, tools, then extractive
+    assert detail.set_index("expectation").loc["answer"].tolist() == ["no", MISSING]
+    links = {link.proto.label: link.proto.page for link in at.get("page_link")}
+    assert links["Open its extractive report"].endswith("report")
+    runs = frames(at, "grade")[0].set_index("report")
+    assert runs.loc["/report?run=smoke-q2-extractive", "grade"] == "fail: answer"
+    assert runs.loc["/report?run=smoke-q2-extractive", "models"] == "no model"
+    assert runs.loc["/report?run=a1", "grade"] == "" and runs.loc["/report?run=a1", "suite"] == "adhoc"
+    assert "Not graded (no summary.json), listed with every saved run below: adhoc" in texts(at, "caption")
+
+
+def test_a_suite_stopped_by_its_ceiling_says_so_and_untrusted_text_is_escaped(env: Path) -> None:
+    saved_suite(env / "bench", stopped="the $1.00 ceiling was reached [x](javascript:alert(1))",
+                description="<b>bold</b> ![i](http://attacker.example/x.png)")
+    at = page("benchmarks")
+    assert not at.exception
+    (warning,) = [w.value for w in at.warning]
+    assert warning.startswith("This bench stopped before every run was made: the \\$1\\.00 ceiling was reached")
+    assert "\\[x\\]\\(javascript\\:alert\\(1\\)\\)" in warning and "The figures cover only" in warning
+    assert "\\<b\\>bold\\<\\/b\\> \\!\\[i\\]" in " ".join(c.value for c in at.caption)
+
+
+def test_a_suite_stopped_before_any_run_was_graded_says_so(env: Path) -> None:
+    (env / "bench" / "early").mkdir()
+    (env / "bench" / "early" / SUMMARY).write_text(BenchSummary(
+        suite="early", version="1", corpus="news", graded_at="2025-12-01T09:00:00+00:00", code_version="0.1.0",
+        stopped="interrupted after 0 of 9 runs", summary=grade_suite([], 1)).model_dump_json())
+    at = page("benchmarks")
+    assert not at.exception and not at.dataframe
+    assert "stopped before every run was made: interrupted after 0 of 9 runs" in texts(at, "warning")
+    assert "No run of this suite has been graded yet." in texts(at, "info")
+
+
+def test_a_report_of_a_graded_run_shows_its_grading(env: Path) -> None:
+    saved_suite(env / "bench")
+    at = page("report", run="smoke-q2-extractive")
+    assert not at.exception and "Benchmark grading" in texts(at, "subheader")
+    assert "Failed: answer." in texts(at, "error") and "Extractive · no model" in texts(at, "caption")
+    assert f"question q2: {QUESTIONS['q2']}" in texts(at, "caption") and "repeat 1" in texts(at, "caption")
+    expectations = frames(at, "expectation")[0].set_index("expectation")
+    assert expectations.loc["answer"].tolist() == ["no", MISSING]
+    assert expectations.loc["citations_verified", "met"] == "yes"
+    measures = {m.label: m.value for m in at.metric}
+    assert measures["Answer recall"] == "0%" and measures["Citation precision"] == "100%"
+    assert measures["Gold-page recall"] == "100%" and measures["Model calls"] == "0"
+    assert measures["Wall time"] == "2.00 s" and measures["Tokens"] == "0"
+    passed = page("report", run="smoke-q1-fixed")
+    assert "Passed: every expectation" in texts(passed, "success") and not passed.error
+    save_run_file(env / "bench" / "adhoc", make_run("a1"))
+    ungraded = page("report", run="a1")
+    assert not ungraded.exception and "Benchmark grading" not in texts(ungraded, "subheader")

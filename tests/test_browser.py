@@ -1,8 +1,9 @@
 """The app in a real browser: `streamlit run app.py` on a loopback port, driven by headless Chromium (Playwright).
 
-Opens Benchmarks, opens a report, opens a citation and sees its quote (screenshots go to tests/artifacts/), checks
-that hostile report and quote text renders as text: nothing loads from elsewhere and no script runs, and runs an
-extractive live research with the access code on a server with no model key. Skips only when Chromium or Playwright
+Opens Benchmarks, opens a report, opens a citation and sees its quote (screenshots go to tests/artifacts/), opens a
+graded suite's scoreboard, a failing question and its report with the grading, checks that hostile report and quote
+text renders as text: nothing loads from elsewhere and no script runs, and runs an extractive live research with the
+access code on a server with no model key. Skips only when Chromium or Playwright
 is not installed (CI installs both).
 """
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pipeline.core.schema import Finding, Plan, Report, RunResult, Source, SubQu
 from pipeline.store.files import save_run_file
 from tests.fakes.search_apis import FakeSearchApi, Hit
 from tests.fakes.web_server import Route, WebServer
+from tests.test_scoreboard import saved_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -106,6 +108,11 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
         source_url = web.url("/qdrant")
         save_run_file(tmp / "bench" / "suite", normal_run(source_url))
         save_run_file(tmp / "bench" / "suite", hostile_run(source_url))
+        # Two graded suites, run before the saved runs above (so "demo" stays the newest run), hostile text in one.
+        for suite in ("news-mini", "failure-mini"):
+            saved_suite(tmp / "bench", suite=suite, date="2024-12-01T08:00:00+00:00", started=1_733_040_000.0,
+                        stopped=f"the $1.00 ceiling was reached {HOSTILE}" if suite == "failure-mini" else None,
+                        detail=f"not quoted by a cited finding: ['three tiers'] {HOSTILE}")
         port = _free_port()
         # Live runs: the access code, no model key, and a live search provider (a local fake) with real fetching.
         env = {**{k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"},
@@ -173,7 +180,12 @@ def test_open_benchmarks_then_a_report_then_a_citation(page: Page, app: App) -> 
     ARTIFACTS.mkdir(exist_ok=True)
     page.goto(app.url + "/")
     page.get_by_role("heading", name="Benchmarks").wait_for()
-    page.get_by_text("2 of 2 runs shown.").wait_for()
+    page.get_by_text("14 of 14 runs shown.").wait_for()
+    page.get_by_role("link", name="Open the report").wait_for()
+    page.get_by_test_id("stStatusWidget").wait_for(state="hidden")
+    page.get_by_role("heading", name="All saved runs").evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.get_by_role("combobox", name="Mode", exact=True).wait_for()
+    page.wait_for_timeout(500)  # the tables draw on a canvas after they arrive
     page.screenshot(path=str(ARTIFACTS / "benchmarks.png"))
     page.get_by_role("link", name="Open the report").click()
     page.wait_for_url("**/report?run=demo")
@@ -194,6 +206,51 @@ def test_open_benchmarks_then_a_report_then_a_citation(page: Page, app: App) -> 
     assert source.url.startswith(app.source_url + "#:~:text=Qdrant%20Cloud%20pricing")
     assert QUOTE in source.inner_text("body")
     assert app.outside == []
+
+
+def choose(page: Page, label: str, option: str) -> None:
+    """Picks `option` (the start of its text) in the Streamlit selectbox labelled `label`."""
+    box = page.get_by_role("combobox", name=label)
+    box.click()
+    if box.get_attribute("aria-expanded") != "true":  # focus left on the box by an earlier choice: a click keeps it
+        box.press("ArrowDown")
+    page.get_by_role("option", name=option).first.click()
+
+
+def test_open_a_suite_then_a_failing_question_then_its_report_with_the_grading(page: Page, app: App) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.add_init_script("window.__pwned = undefined;")
+    page.goto(app.url + "/")
+    page.get_by_role("heading", name="Scoreboard").wait_for()
+    choose(page, "Graded suite", "failure-mini")
+    page.get_by_text("Suite failure-mini, version 1, corpus news").wait_for()
+    stopped = page.get_by_text("This bench stopped before every run was made").first
+    stopped.wait_for()
+    assert "<script>window.__pwned=1</script>" in stopped.inner_text()
+    page.get_by_text("1 of 2 questions fail in at least one mode").wait_for()
+    page.get_by_text("Compared at equal budget").wait_for()
+    page.get_by_text("Only failing questions").evaluate("e => e.scrollIntoView({block: 'end'})")
+    page.screenshot(path=str(ARTIFACTS / "scoreboard.png"))
+    choose(page, "Open a question", "fail · q2")
+    markdown = page.locator('[data-testid="stMarkdownContainer"]')
+    markdown.filter(has_text="extractive (no model): fail: answer").wait_for()
+    assert markdown.filter(has_text="fixed: pass").count() == 1
+    page.get_by_role("link", name="Open its extractive report").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "scoreboard-question.png"))
+    page.get_by_role("link", name="Open its extractive report").click()
+    page.wait_for_url("**/report?run=failure-mini-q2-extractive")
+    page.get_by_role("heading", name="Benchmark grading").wait_for()
+    page.get_by_text("Failed: answer.").wait_for()
+    page.get_by_text("Extractive · no model").first.wait_for()
+    page.get_by_role("heading", name="Benchmark grading").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "report-grading.png"))
+    page.get_by_text("Answer recall").wait_for()
+    main = page.locator('[data-testid="stMain"]')
+    hrefs = main.locator("a[href]").evaluate_all("els => els.map(e => e.getAttribute('href'))")
+    assert not [h for h in hrefs if "attacker" in h or h.startswith("javascript")]
+    assert page.evaluate("window.__pwned") is None and dialogs == [] and app.outside == []
 
 
 def test_untrusted_content_renders_as_text_loads_nothing_and_runs_nothing(page: Page, app: App) -> None:

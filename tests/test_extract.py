@@ -216,3 +216,34 @@ def test_pdf_worker_over_its_time_limit_is_stopped() -> None:
 def test_pdf_worker_over_its_memory_limit_fails_cleanly() -> None:
     with pytest.raises(ExtractionError, match="memory"):
         extract_pdf(REPORT, max_memory_mb=40)
+
+
+def test_pages_are_extracted_one_at_a_time_across_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    # trafilatura parses with one module-level lxml parser; used by two threads at once it corrupted the heap.
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pipeline.web import extract
+
+    inside, most = 0, 0
+    lock = threading.Lock()
+    real = extract._extract_html
+
+    def counting(html: str, url: str | None) -> extract.Extracted:
+        nonlocal inside, most
+        with lock:
+            inside += 1
+            most = max(most, inside)
+        time.sleep(0.01)
+        try:
+            return real(html, url)
+        finally:
+            with lock:
+                inside -= 1
+
+    monkeypatch.setattr(extract, "_extract_html", counting)
+    page = "<html><body><article><p>" + "A sentence of the article body. " * 40 + "</p></article></body></html>"
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda _: extract.extract_html(page), range(16)))
+    assert most == 1 and all(r.text for r in results)

@@ -1,16 +1,20 @@
-"""Shared pieces of the pages: Markdown-safe text for Streamlit widgets, and the report view of one saved run."""
+"""Shared pieces of the pages: Markdown-safe text for Streamlit widgets, the report view of one saved run (with its
+benchmark grading), and a suite's scoreboard."""
 from __future__ import annotations
 
 import re
-from urllib.parse import quote
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from pipeline.bench.grade import RunGrade
+from pipeline.bench.saved import BenchSummary
 from pipeline.core.schema import RunResult
 from pipeline.store.timeline import Timeline
-from ui.library import is_extractive, run_header, summarise
+from ui.library import is_extractive, mode_label, report_path, run_header, summarise
 from ui.render import notes_html, report_html, report_title, strip_bidi
+from ui.scoreboard import Scoreboard, grading_metrics, verdict
 
 _MD_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")
 LABEL = ("Machine-assisted report. Every [F#] citation is a verbatim quote that code found in a page this run "
@@ -34,10 +38,6 @@ def md_text(text: object) -> str:
     return _AUTOLINK.sub(lambda m: (m.group(1) or "") + "\u200b", escaped)
 
 
-def report_path(run_id: str) -> str:
-    return f"/report?run={quote(run_id, safe='')}"
-
-
 def share_link(run_id: str) -> str:
     """The absolute shareable link when the browser told us the app's address, else the path."""
     base = (st.context.url or "").rstrip("/")
@@ -45,8 +45,9 @@ def share_link(run_id: str) -> str:
     return f"{base}{report_path(run_id)}"
 
 
-def show_report(rr: RunResult, timeline: Timeline, *, key: str = "report") -> None:
-    """The report of one run, rendered inert, with its checks, evidence, timeline and downloads."""
+def show_report(rr: RunResult, timeline: Timeline, *, key: str = "report",
+                grading: tuple[BenchSummary, RunGrade] | None = None) -> None:
+    """The report of one run, rendered inert, with its suite's grading, checks, evidence, timeline and downloads."""
     row = summarise(rr, file="", suite="")
     st.title(md_text(report_title(rr)))
     no_model = is_extractive(rr.mode, rr.models)
@@ -69,6 +70,8 @@ def show_report(rr: RunResult, timeline: Timeline, *, key: str = "report") -> No
     else:
         cols[3].metric("Cost", f"${rr.usage.cost_usd:.4f}")
     cols[4].metric("Time", f"{row.seconds:.1f} s")
+    if grading is not None:
+        show_grading(*grading)
 
     st.html(report_html(rr, title=False))
     if notes := notes_html(rr):
@@ -101,6 +104,90 @@ def show_report(rr: RunResult, timeline: Timeline, *, key: str = "report") -> No
     c2.download_button("Run (JSON)", rr.model_dump_json(indent=2), file_name=f"run-{rr.run_id}.json",
                        mime="application/json", key=f"{key}-json", icon=":material/download:")
     c3.text_input("Shareable link", share_link(rr.run_id), key=f"{key}-link", disabled=True)
+
+
+def expectations_table(grade: RunGrade) -> None:
+    st.dataframe(pd.DataFrame([{"expectation": e.name, "met": "yes" if e.passed else "no", "detail": e.detail}
+                               for e in grade.expectations], columns=["expectation", "met", "detail"]),
+                 hide_index=True, width="stretch",
+                 column_config={"detail": st.column_config.TextColumn("detail", width="large")})
+
+
+def show_grading(summary: BenchSummary, grade: RunGrade) -> None:
+    """How the suite's grader judged this run: passed or not, each expectation with its detail, and the measures."""
+    v = verdict(grade)
+    with st.container(border=True):
+        st.subheader("Benchmark grading")
+        question = summary.questions.get(grade.question_id, "")
+        st.caption(md_text(f"Suite {summary.suite} (version {summary.version}, corpus {summary.corpus}) · question "
+                           f"{grade.question_id}{': ' + question if question else ''} · repeat {grade.repeat} · "
+                           f"graded {summary.graded_at[:19].replace('T', ' ')} UTC"))
+        if v.passed:
+            st.success("Passed: every expectation of this question was met.", icon=":material/check_circle:")
+        else:
+            st.error(md_text(f"Failed: {', '.join(v.failed)}."), icon=":material/cancel:")
+        if grade.expectations:
+            expectations_table(grade)
+        else:
+            st.caption("This question sets no expectation for this run.")
+        measures = grading_metrics(grade)
+        for start in range(0, len(measures), 5):
+            for col, (label, value, explained) in zip(st.columns(5), measures[start:start + 5], strict=False):
+                col.metric(label, value, help=explained or None)
+
+
+def show_scoreboard(board: Scoreboard) -> None:
+    """One graded suite: the modes side by side, then every question's verdict per mode with a link to its report."""
+    s = board.summary
+    if s.description:
+        st.caption(md_text(s.description))
+    graded = s.graded_at[:19].replace("T", " ")
+    st.caption(md_text(f"Suite {s.suite}, version {s.version}, corpus {s.corpus}; graded {graded} UTC by "
+                       f"{s.code_version}" + (f" ({s.git_commit[:12]})" if s.git_commit else "")))
+    if s.stopped:
+        st.warning(f"This bench stopped before every run was made: {md_text(s.stopped)}. The figures cover only "
+                   "the runs it made.", icon=":material/block:")
+    if not s.grades:
+        st.info("No run of this suite has been graded yet.", icon=":material/info:")
+        return
+    st.markdown("**Modes side by side**")
+    st.caption(md_text(board.budget))
+    st.dataframe(pd.DataFrame(board.metrics), hide_index=True, width="stretch", row_height=30,
+                 height=35 + 30 * len(board.metrics),
+                 column_config={"metric": st.column_config.TextColumn("metric", width=200)})
+
+    st.markdown("**Questions**")
+    failing = sum(q.failing for q in board.questions)
+    st.caption(f"{failing} of {len(board.questions)} questions fail in at least one mode. A verdict names each "
+               "expectation that failed; open a run's report to see why.")
+    failing_only = st.toggle("Only failing questions", key=f"failing-{board.key}")
+    df = pd.DataFrame(board.question_rows(failing_only=failing_only))
+    config: dict[str, Any] = {"question": st.column_config.TextColumn("question", width="large")}
+    order = ["question", *(["repeat"] if "repeat" in df else [])]
+    for column in board.columns:
+        if f"{column} run" in df:
+            df[f"{column} report"] = df[f"{column} run"].map(lambda r: report_path(r) if r else None)
+            config[f"{column} report"] = st.column_config.LinkColumn("report", display_text="open", width=50)
+            order += [column, f"{column} report"]
+    st.dataframe(df, hide_index=True, width="stretch", column_order=order, column_config=config)
+
+    labels = {q.question_id: ("fail · " if q.failing else "pass · ") + f"{q.question_id}: {q.question}"[:140]
+              for q in board.questions}
+    picked = st.selectbox("Open a question", list(labels), index=None, format_func=labels.__getitem__,
+                          placeholder="Choose a question to see how each mode was graded",
+                          key=f"question-{board.key}")
+    if picked is None:
+        return
+    for mode, grade in board.question(picked):
+        v = verdict(grade)
+        with st.container(border=True):
+            repeat = f", repeat {grade.repeat}" if s.summary.repeats > 1 else ""
+            st.markdown(f"**{md_text(mode_label(mode))}**{repeat}: "
+                        + (":green[pass]" if v.passed else f":red[fail: {md_text(', '.join(v.failed))}]"))
+            st.page_link("ui/pages/report.py", label=f"Open its {mode} report", icon=":material/article:",
+                         query_params={"run": grade.run_id})
+            if grade.expectations:
+                expectations_table(grade)
 
 
 def show_timeline(timeline: Timeline) -> None:

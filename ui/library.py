@@ -1,20 +1,31 @@
 """Saved runs for the app: RunResult JSON files summarised into table rows (cached per file, refreshed when a file
-changes) and loaded by run id. Bad files are reported, never fatal."""
+changes) and loaded by run id, and each suite folder's graded summary (summary.json). Bad files are reported, never
+fatal."""
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import quote
 
 from pydantic import BaseModel, ValidationError
 
-from pipeline.core.schema import RunResult
+from pipeline.bench.grade import RunGrade
+from pipeline.bench.saved import SUMMARY, BenchSummary, read_summary
+from pipeline.core.schema import BudgetLimits, RunResult
 from pipeline.store.files import RUN_ID, TIMELINE_SUFFIX, read_run_file
 from pipeline.store.timeline import step_times
 
 _BAD_ID = "its run id {!r} is not a plain id (letters, digits, '_', '.', '-'), so no link could open it"
+_BAD_SUMMARY = "it is not a valid benchmark summary, so this suite has no scoreboard"
+DEFAULT_SUITE = "default"
 NO_MODEL = "no model"
+
+
+def report_path(run_id: str) -> str:
+    """The shareable path of a run's report."""
+    return f"/report?run={quote(run_id, safe='')}"
 
 
 def is_extractive(mode: str, models: Mapping[str, str]) -> bool:
@@ -50,6 +61,8 @@ class RunSummary(BaseModel):
     suite: str = "default"
     mode: str
     models: str = ""
+    lead_model: str = ""
+    worker_model: str = ""
     date: str = ""
     status: str
     findings: int
@@ -59,7 +72,14 @@ class RunSummary(BaseModel):
     problems: int
     cost_usd: float
     seconds: float = 0.0
+    budget: str = ""
     file: str
+
+
+def budget_label(limits: BudgetLimits) -> str:
+    """A run's budget as the comparison names it: its searches, fetches, model calls, tokens and dollars."""
+    return (f"{limits.searches} searches, {limits.fetches} fetches, {limits.model_calls} model calls, "
+            f"{limits.input_tokens:,} input / {limits.output_tokens:,} output tokens, ${limits.cost_usd:.2f}")
 
 
 def summarise(rr: RunResult, *, file: str, suite: str, mtime: float | None = None) -> RunSummary:
@@ -70,15 +90,23 @@ def summarise(rr: RunResult, *, file: str, suite: str, mtime: float | None = Non
     planned = (len(plan.sub_questions) + len(plan.not_researched)) if plan else 0
     return RunSummary(
         run_id=rr.run_id, question=rr.question, suite=suite, mode=rr.mode,
-        models=models_label(rr.mode, rr.models), date=_run_date(rr, mtime), status=rr.status, findings=len(rr.findings),
-        rejected=len(rr.rejected), answered=answered, planned=planned, problems=len(rr.problems),
-        cost_usd=round(rr.usage.cost_usd, 6),
-        seconds=round(rr.timings.get("total") or sum(step_times(rr).values()), 3), file=file,
+        models=models_label(rr.mode, rr.models), lead_model=rr.models.get("lead", ""),
+        worker_model=rr.models.get("worker", ""), date=_run_date(rr, mtime), status=rr.status,
+        findings=len(rr.findings), rejected=len(rr.rejected), answered=answered, planned=planned,
+        problems=len(rr.problems), cost_usd=round(rr.usage.cost_usd, 6),
+        seconds=round(rr.timings.get("total") or sum(step_times(rr).values()), 3),
+        budget=budget_label(rr.budget.limits), file=file,
     )
 
 
 def _run_date(rr: RunResult, mtime: float | None) -> str:
-    """When the run happened: its start time, else its last fetch (older files), else the file's time."""
+    """When the run happened: its bench date, else its start, else its last fetch (older files), else the file's."""
+    if rr.bench and rr.bench.date:
+        try:
+            when = datetime.fromisoformat(rr.bench.date)
+            return (when.astimezone(UTC) if when.tzinfo else when).strftime("%Y-%m-%d %H:%M:%S")
+        except ValueError:
+            return rr.bench.date[:19].replace("T", " ")
     if started := rr.timings.get("started_at"):
         return datetime.fromtimestamp(started, UTC).strftime("%Y-%m-%d %H:%M:%S")
     fetched = [s.fetched_at for s in rr.sources if s.fetched_at]
@@ -93,14 +121,20 @@ def _reason(e: Exception) -> str:
     return (str(e).splitlines() or [type(e).__name__])[0][:200]
 
 
+def suite_of(rel: Path) -> str:
+    """The suite of a file by its path under the library's folder: its first sub-folder, else "default"."""
+    return rel.parts[0] if len(rel.parts) > 1 else DEFAULT_SUITE
+
+
 class RunLibrary:
-    """The RunResult files under one folder (a sub-folder names the suite); only changed files are parsed again."""
+    """The RunResult files and suite summaries under one folder (a sub-folder names the suite), re-read when changed."""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         self._lock = threading.Lock()
         self._seen: dict[Path, tuple[tuple[int, int], RunSummary | str]] = {}
         self._by_id: dict[str, Path] = {}
+        self._summaries: dict[Path, tuple[tuple[int, int], BenchSummary | None]] = {}
 
     def refresh(self) -> tuple[list[RunSummary], list[tuple[str, str]]]:
         """Rows (newest first) and (file, reason) for each file that is not a RunResult; cheap when nothing changed."""
@@ -118,7 +152,7 @@ class RunLibrary:
                 if path in self._seen and self._seen[path][0] == sig:
                     continue
                 rel = path.relative_to(self.folder)
-                suite = rel.parts[0] if len(rel.parts) > 1 else "default"
+                suite = suite_of(rel)
                 try:
                     rr = read_run_file(path)
                     entry: RunSummary | str = summarise(rr, file=str(rel), suite=suite, mtime=sig[0] / 1e9) \
@@ -127,8 +161,11 @@ class RunLibrary:
                     entry = _reason(e)
                 self._seen[path] = (sig, entry)
             rows = [seen for _, seen in self._seen.values() if isinstance(seen, RunSummary)]
-            errors = sorted((str(p.relative_to(self.folder)), seen) for p, (_, seen) in self._seen.items()
-                            if isinstance(seen, str))
+            errors = [(str(p.relative_to(self.folder)), seen) for p, (_, seen) in self._seen.items()
+                      if isinstance(seen, str)]
+            errors += [(str(p.relative_to(self.folder)), _BAD_SUMMARY) for p in self._refresh_summaries()
+                       if self._summaries[p][1] is None]
+            errors.sort()
             self._by_id = {}
             for path, (_, seen) in sorted(self._seen.items()):
                 if isinstance(seen, RunSummary):
@@ -139,7 +176,47 @@ class RunLibrary:
     def _files(self) -> Iterable[Path]:
         if not self.folder.is_dir():
             return []
-        return (p for p in self.folder.rglob("*.json") if not p.name.endswith(TIMELINE_SUFFIX) and p.is_file())
+        return (p for p in self.folder.rglob("*.json")
+                if not p.name.endswith(TIMELINE_SUFFIX) and not self._is_summary(p) and p.is_file())
+
+    def _is_summary(self, path: Path) -> bool:
+        return path.name == SUMMARY and self.folder in (path.parent, path.parent.parent)
+
+    def _suite_folders(self) -> list[Path]:
+        return [p for p in self.folder.iterdir() if p.is_dir()] if self.folder.is_dir() else []
+
+    def _refresh_summaries(self) -> list[Path]:
+        """Re-reads each changed summary.json (the library's folder or a suite folder); returns them all."""
+        found: dict[Path, tuple[int, int]] = {}
+        for folder in (self.folder, *self._suite_folders()):
+            try:
+                st = (folder / SUMMARY).stat()
+            except OSError:
+                continue
+            found[folder / SUMMARY] = (st.st_mtime_ns, st.st_size)
+        for gone in set(self._summaries) - set(found):
+            del self._summaries[gone]
+        for path, sig in found.items():
+            if path not in self._summaries or self._summaries[path][0] != sig:
+                self._summaries[path] = (sig, read_summary(path.parent))
+        return sorted(found)
+
+    def summaries(self) -> dict[str, BenchSummary]:
+        """Each suite's valid summary by suite (its folder's name), as of the last refresh."""
+        with self._lock:
+            return {suite_of(p.relative_to(self.folder)): summary for p, (_, summary) in sorted(self._summaries.items())
+                    if summary is not None}
+
+    def grading(self, run_id: str) -> tuple[BenchSummary, RunGrade] | None:
+        """The summary of the suite whose folder holds `run_id`, and its grade of that run; None if it has none."""
+        path = self.path_of(run_id)
+        if path is None:
+            return None
+        with self._lock:  # a summary written since the last refresh counts: stat() of a few files is cheap
+            self._refresh_summaries()
+        summary = self.summaries().get(suite_of(path.relative_to(self.folder)))
+        grade = next((g for g in summary.grades if g.run_id == run_id), None) if summary else None
+        return (summary, grade) if summary and grade else None
 
     def path_of(self, run_id: str) -> Path | None:
         """The file holding `run_id`, as of the last refresh."""

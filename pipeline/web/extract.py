@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import lxml.html
@@ -28,6 +29,7 @@ from pydantic import BaseModel
 from trafilatura.utils import load_html
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_LXML = threading.Lock()
 _SHORT_TEXT = 500  # characters; below this trafilatura's pick is compared with the baseline's
 _MUCH_LONGER = 5
 
@@ -105,7 +107,17 @@ def _baseline(tree: lxml.html.HtmlElement) -> str:
 
 
 def extract_html(html: str, url: str | None = None) -> Extracted:
-    """Main text, title and publication date of a decoded HTML page; ExtractionError when it holds no text."""
+    """Main text, title and publication date of a decoded HTML page; ExtractionError when it holds no text.
+
+    One page at a time in a process: trafilatura parses with one module-level lxml parser, and two threads
+    parsing with it at once corrupted the heap ("double free", the process aborted) when fetches ran in parallel.
+    Fetching stays parallel; only this CPU-bound step waits its turn.
+    """
+    with _LXML:
+        return _extract_html(html, url)
+
+
+def _extract_html(html: str, url: str | None) -> Extracted:
     tree = _parse(html)
     doc = _trafilatura(tree, url)
     text = _clean(str(doc.get("text") or ""))

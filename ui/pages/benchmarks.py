@@ -1,11 +1,13 @@
-"""Benchmarks (public, no keys, no network): every saved run in a filterable table, and the modes compared."""
+"""Benchmarks (public, no keys, no network): each graded suite's scoreboard, every saved run in a filterable table,
+and the modes compared."""
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from ui.components import md_text, report_path
-from ui.library import mode_label
+from ui.components import md_text, show_scoreboard
+from ui.library import mode_label, report_path
+from ui.scoreboard import scoreboard, verdict
 from ui.state import config, library
 
 cfg = config()
@@ -14,9 +16,27 @@ st.caption("Saved research runs. Every citation in their reports is a verbatim q
            "page; open a report to check them yourself.")
 
 rows, errors = library(cfg).refresh()
+summaries = library(cfg).summaries()
 for name, reason in errors:
     st.warning(f"{md_text(name)} was skipped: {md_text(reason)}", icon=":material/warning:")
 
+if summaries:
+    st.header("Scoreboard")
+    st.caption("Each suite's questions graded in code (docs/BENCHMARK.md): citations re-checked at their offsets, "
+               "gold pages fetched, answer terms quoted, and each expectation of the question met.")
+    suite = st.selectbox("Graded suite", list(summaries), key="suite", format_func=lambda k: (
+        f"{summaries[k].suite} (version {summaries[k].version}, corpus {summaries[k].corpus}, "
+        f"{len(summaries[k].questions) or len({g.question_id for g in summaries[k].grades})} questions)"))
+    show_scoreboard(scoreboard(suite, summaries[suite], rows))
+    ungraded = sorted({r.suite for r in rows} - set(summaries))
+    if ungraded:
+        st.caption(md_text(f"Not graded (no summary.json), listed with every saved run below: {', '.join(ungraded)}"))
+    st.header("All saved runs")
+
+if not rows and summaries:
+    st.info("No run files are saved beside these summaries, so their reports cannot be opened.",
+            icon=":material/info:")
+    st.stop()
 if not rows:
     st.info(
         "No saved runs yet. Produce one with\n\n"
@@ -29,6 +49,8 @@ df = pd.DataFrame([r.model_dump() for r in rows])
 df["coverage"] = df.apply(lambda r: r.answered / r.planned if r.planned else 0.0, axis=1)
 df["covered"] = df.answered.astype(str) + " / " + df.planned.astype(str)
 df["report"] = df.run_id.map(report_path)
+graded = {(key, g.run_id): verdict(g).text for key, summary in summaries.items() for g in summary.grades}
+df["grade"] = [graded.get((r.suite, r.run_id), "") for r in rows]
 
 f1, f2, f3 = st.columns(3)
 suites = f1.multiselect("Suite", sorted(df.suite.unique()), placeholder="All suites")
@@ -41,8 +63,8 @@ for column, wanted in (("suite", suites), ("mode", modes), ("models", models)):
 shown = df[keep]
 
 st.dataframe(
-    shown[["report", "question", "suite", "mode", "models", "date", "status", "findings", "rejected", "covered",
-           "problems", "cost_usd", "seconds"]],
+    shown[["report", "question", "suite", "mode", "models", "date", "status", *(["grade"] if graded else []),
+           "findings", "rejected", "covered", "problems", "cost_usd", "seconds"]],
     hide_index=True, width="stretch",
     column_config={
         "report": st.column_config.LinkColumn("report", display_text="open", width=50,
@@ -51,6 +73,7 @@ st.dataframe(
         "models": st.column_config.TextColumn("models", width="small",
                                               help="lead / worker model; \"no model\" for extractive runs"),
         "date": st.column_config.TextColumn("date (UTC)", width="small"),
+        "grade": st.column_config.TextColumn("grade", width="small", help="The suite's verdict on this run"),
         "findings": st.column_config.NumberColumn("verified", width=60,
                                                   help="Findings whose quote code located in a fetched page"),
         "rejected": st.column_config.NumberColumn("rejected", width=60, help="Quotes refused: not in the page"),

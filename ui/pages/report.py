@@ -29,4 +29,4 @@ if found is None:
     st.stop()
 
 rr, timeline = found
-show_report(rr, timeline)
+show_report(rr, timeline, grading=library(cfg).grading(rr.run_id))
