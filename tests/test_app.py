@@ -677,3 +677,15 @@ def test_a_report_of_a_graded_run_shows_its_grading(env: Path) -> None:
     save_run_file(env / "bench" / "adhoc", make_run("a1"))
     ungraded = page("report", run="a1")
     assert not ungraded.exception and "Benchmark grading" not in texts(ungraded, "subheader")
+
+
+def test_the_suite_with_the_most_graded_runs_opens_first(env: Path) -> None:
+    small = saved_suite(env / "bench", suite="aaa")
+    saved_suite(env / "bench", suite="zzz")
+    summary = BenchSummary.model_validate_json((small / SUMMARY).read_text())
+    fewer = summary.grades[:2]
+    (small / SUMMARY).write_text(summary.model_copy(update={"grades": fewer,
+                                                            "summary": grade_suite(fewer, 1)}).model_dump_json())
+    at = page("benchmarks")
+    assert not at.exception
+    assert [o.split(" ")[0] for o in at.selectbox(key="suite").options] == ["zzz", "aaa"]

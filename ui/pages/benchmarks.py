@@ -24,7 +24,9 @@ if summaries:
     st.header("Scoreboard")
     st.caption("Each suite's questions graded in code (docs/BENCHMARK.md): citations re-checked at their offsets, "
                "gold pages fetched, answer terms quoted, and each expectation of the question met.")
-    suite = st.selectbox("Graded suite", list(summaries), key="suite", format_func=lambda k: (
+    # The suite with the most graded runs opens first: the fullest picture of the program.
+    order = sorted(summaries, key=lambda k: (-len(summaries[k].grades), k))
+    suite = st.selectbox("Graded suite", order, key="suite", format_func=lambda k: (
         f"{summaries[k].suite} (version {summaries[k].version}, corpus {summaries[k].corpus}, "
         f"{len(summaries[k].questions) or len({g.question_id for g in summaries[k].grades})} questions)"))
     show_scoreboard(scoreboard(suite, summaries[suite], rows))
