@@ -12,9 +12,9 @@ from typing import Any
 
 import httpx
 import pytest
-from fakes.anthropic_api import FakeAnthropic, MessagesRequest, reply_text, reply_tool_use
 
 from pipeline.core.schema import Plan
+from tests.fakes.anthropic_api import FakeAnthropic, MessagesRequest, reply_text, reply_tool_use
 
 EPH = {"type": "ephemeral"}
 

@@ -24,13 +24,13 @@ from pathlib import Path
 
 import httpcore
 import pytest
-from fakes.web_server import Route, WebServer
 
 from pipeline.config import Settings
 from pipeline.core.budget import Budget, Phase
 from pipeline.core.events import ListSink
 from pipeline.core.schema import BudgetLimits, FetchResult
 from pipeline.web.fetch import MAX_REDIRECTS, Fetcher, SavedPage, decode_text
+from tests.fakes.web_server import Route, WebServer
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_V4 = "93.184.216.34"

@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.anthropic_api import (
+from pydantic import BaseModel
+
+from pipeline.config import ConfigError, Settings
+from pipeline.core.budget import Budget, Grant, Phase
+from pipeline.core.event_types import Event
+from pipeline.core.schema import BudgetLimits
+from pipeline.models.anthropic import LLM, REPAIR_INTRO, WEB_SEARCH_TOOL, LLMError
+from tests.fakes.anthropic_api import (
     FakeAnthropic,
     FakeReply,
     MessagesRequest,
@@ -24,13 +31,6 @@ from fakes.anthropic_api import (
     reply_tool_use,
     reply_web_search,
 )
-from pydantic import BaseModel
-
-from pipeline.config import ConfigError, Settings
-from pipeline.core.budget import Budget, Grant, Phase
-from pipeline.core.event_types import Event
-from pipeline.core.schema import BudgetLimits
-from pipeline.models.anthropic import LLM, REPAIR_INTRO, WEB_SEARCH_TOOL, LLMError
 
 KEY = "sk-ant-test-" + "Zq7" * 10
 LEAD = "claude-sonnet-5-5"

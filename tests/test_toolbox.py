@@ -7,9 +7,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import pytest
-from fakes.context import CLOSED_PORT_URL, make_context
-from fakes.search_apis import Canned, FakeSearchApi, Hit
-from fakes.web_server import Route, WebServer
 
 from pipeline.core.events import ListSink
 from pipeline.core.schema import BudgetLimits, SearchResult, SubQuestion
@@ -17,6 +14,9 @@ from pipeline.models.anthropic import request_body
 from pipeline.research.context import RunContext
 from pipeline.research.tools.toolbox import REFUSED, REPEATED_CALL, TOOL_ORDER, TOOLS, Toolbox
 from pipeline.web.search.service import SearchService
+from tests.fakes.context import CLOSED_PORT_URL, make_context
+from tests.fakes.search_apis import Canned, FakeSearchApi, Hit
+from tests.fakes.web_server import Route, WebServer
 
 RIVER = ["The river report was published on 12 March 2024 by the regional water agency.",
          "It covers forty monitoring stations along the main channel and its tributaries."]

@@ -10,17 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from fakes.anthropic_api import (
-    FakeAnthropic,
-    FakeReply,
-    MessagesRequest,
-    reply_text,
-    reply_tool_use,
-    tool_use_block,
-)
-from fakes.context import make_context
-from fakes.search_apis import FakeSearchApi, Hit
-from fakes.web_server import Route, WebServer
 
 from pipeline.core.events import ListSink
 from pipeline.core.schema import BudgetLimits, Plan, RunOptions, SubQuestion
@@ -36,6 +25,17 @@ from pipeline.research.steps.worker import (
     research_tools,
 )
 from pipeline.research.tools.toolbox import TOOL_ORDER
+from tests.fakes.anthropic_api import (
+    FakeAnthropic,
+    FakeReply,
+    MessagesRequest,
+    reply_text,
+    reply_tool_use,
+    tool_use_block,
+)
+from tests.fakes.context import make_context
+from tests.fakes.search_apis import FakeSearchApi, Hit
+from tests.fakes.web_server import Route, WebServer
 
 PAGES = {
     "/q1": ("River report", ["The river report was published on 12 March 2024 by the regional water agency.",

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from fakes.anthropic_api import FakeAnthropic, FakeReply, MessagesRequest, default_brain, reply_json, reply_text
 
 from pipeline.config import Settings
 from pipeline.core.budget import Budget, Phase
@@ -27,6 +26,7 @@ from pipeline.research.steps.write import LABEL, no_evidence_report, sources_sec
 from pipeline.web.corpus import Corpus, CorpusPage, CorpusSearch, build_corpus
 from pipeline.web.fetch import Fetcher
 from pipeline.web.search.service import SearchService
+from tests.fakes.anthropic_api import FakeAnthropic, FakeReply, MessagesRequest, default_brain, reply_json, reply_text
 
 KEY = "sk-ant-test-" + "Wr1" * 8
 QUESTION = "How is the city's transport budget spent?"
