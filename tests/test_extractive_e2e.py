@@ -270,3 +270,10 @@ def test_questions_with_abbreviations_urls_or_many_parts_pass_the_checks(questio
     assert "answered: Not researched" not in rr.report.markdown
     assert "Https://" not in rr.report.markdown
     _checked(rr, corpus)
+
+
+def test_a_model_run_without_a_key_names_the_key_and_the_mode_that_needs_none(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "What happened?", "--mode", "fixed"]) == 2
+    err = capsys.readouterr().err
+    assert "ANTHROPIC_API_KEY" in err and "--mode extractive" in err

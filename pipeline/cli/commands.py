@@ -99,9 +99,7 @@ def require_run_access(settings: Settings, mode: str) -> None:
     """research.preflight's check, its model-key message also pointing to the mode that needs no key."""
     try:
         preflight.require_run_access(settings, mode)
-    except ConfigError as e:
-        if mode == "extractive" or "ANTHROPIC_API_KEY" not in str(e):
-            raise
+    except preflight.NoModelAccess as e:
         raise ConfigError(f"{e} Or run with --mode extractive, which uses no model.") from None
 
 

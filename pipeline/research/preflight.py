@@ -1,16 +1,23 @@
 """Checks made before a run is started (and paid for): the settings its mode needs are there and work."""
 from __future__ import annotations
 
-from pipeline.config import Settings
+from pipeline.config import ConfigError, Settings
 from pipeline.web.corpus import Corpus
 from pipeline.web.search.registry import require_search_access
+
+
+class NoModelAccess(ConfigError):
+    """A run that needs a model cannot reach one (no key, or a model with no price); the message names the fix."""
 
 
 def require_run_access(settings: Settings, mode: str) -> None:
     """ConfigError naming the setting to fix when a run in `mode` could not start: a model key (not for
     extractive runs), the search provider's setting, and a corpus that opens."""
     if mode != "extractive":
-        settings.require_model_access()
+        try:
+            settings.require_model_access()
+        except ConfigError as e:
+            raise NoModelAccess(str(e)) from None
     require_search_access(settings)
     if settings.search_provider == "corpus":
         Corpus.open(settings.corpus_dir).close()  # a missing or damaged corpus is one clear line, before a run starts
