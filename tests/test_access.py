@@ -9,10 +9,12 @@ import pytest
 
 from tests.fakes.secret_manager import FakeSecretManager
 from ui.access import (
+    MAX_CODE_FILE_BYTES,
     MIN_CODE_CHARS,
     OFF_UNSET,
     AccessState,
     AttemptLimiter,
+    FileCode,
     SecretManagerCode,
     access_state,
     code_matches,
@@ -95,6 +97,47 @@ def test_unreachable_secret_manager_fails_closed() -> None:
     code = SecretManagerCode(NAME, client_factory=lambda: make_client(url), timeout=1)
     state = code.state()
     assert not state.enabled and "could not be reached" in state.message
+
+
+def test_a_mounted_code_file_is_cached_and_a_rotated_code_is_read_after_the_ttl(tmp_path: Path) -> None:
+    path, clock = tmp_path / "code", Clock()
+    path.write_text("first-code-is-long\n", encoding="utf-8")
+    source = FileCode(path, ttl=300, error_ttl=30, clock=clock)
+    state = access_state(secret=source, local_code="local-code-is-not-a-fallback")
+    assert state.enabled and code_matches("first-code-is-long", state)
+    assert not code_matches("local-code-is-not-a-fallback", state)
+    path.write_text("second-code-is-long", encoding="utf-8")  # a new secret version appears in the mount
+    clock.t += 299
+    assert code_matches("first-code-is-long", source.state()) and source.reads == 1
+    clock.t += 2
+    assert code_matches("second-code-is-long", source.state()) and source.reads == 2
+    assert not code_matches("first-code-is-long", source.state())
+
+
+@pytest.mark.parametrize("fault,expected", [
+    ("missing", "does not exist"), ("folder", "a folder"), ("empty", "is empty"), ("binary", "not UTF-8"),
+    ("huge", f"larger than {MAX_CODE_FILE_BYTES} bytes"), ("short", "shorter than 12 characters")])
+def test_a_bad_code_file_leaves_live_runs_off_and_names_the_setting(tmp_path: Path, fault: str,
+                                                                    expected: str) -> None:
+    path = tmp_path / "mounted" / "code"
+    path.parent.mkdir()
+    content = {"empty": b"  \n", "binary": b"\xff\xfe-not-text-at-all", "huge": b"x" * (MAX_CODE_FILE_BYTES + 1),
+               "short": b"short-code"}.get(fault)
+    if fault == "folder":
+        path.mkdir()
+    elif content is not None:
+        path.write_bytes(content)
+    clock = Clock()
+    source = FileCode(path, ttl=300, error_ttl=30, clock=clock)
+    state = access_state(secret=source, local_code="local-code-is-not-a-fallback")
+    assert not state.enabled and state.code is None and expected in state.message
+    assert "ACCESS_CODE_FILE" in state.message and str(tmp_path) not in state.message
+    assert not code_matches("local-code-is-not-a-fallback", state)
+    if fault == "missing":  # the mount appears later (or the secret is granted): read again after the error ttl
+        path.write_text("now-it-is-there-42", encoding="utf-8")
+        assert not source.state().enabled
+        clock.t += 31
+        assert code_matches("now-it-is-there-42", source.state())
 
 
 def test_local_code_and_nothing_configured() -> None:

@@ -42,10 +42,10 @@ from ui.library import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-APP_VARS = ["RESEARCH_BENCHMARK_DIR", "ACCESS_CODE", "ACCESS_CODE_SECRET", "RESEARCH_SECRET_MANAGER_URL",
-            "RESEARCH_ACCESS_CODE_TTL", "RESEARCH_ACCESS_MAX_ATTEMPTS", "RESEARCH_ACCESS_GLOBAL_ATTEMPTS",
-            "RESEARCH_ACCESS_WINDOW_SECONDS", "RESEARCH_TRUSTED_PROXIES", "RESEARCH_LIVE_MAX_CONCURRENT",
-            "RESEARCH_LIVE_DAILY_USD", "RESEARCH_LIVE_MAX_RUN_USD"]
+APP_VARS = ["RESEARCH_BENCHMARK_DIR", "ACCESS_CODE", "ACCESS_CODE_SECRET", "ACCESS_CODE_FILE",
+            "RESEARCH_SECRET_MANAGER_URL", "RESEARCH_ACCESS_CODE_TTL", "RESEARCH_ACCESS_MAX_ATTEMPTS",
+            "RESEARCH_ACCESS_GLOBAL_ATTEMPTS", "RESEARCH_ACCESS_WINDOW_SECONDS", "RESEARCH_TRUSTED_PROXIES",
+            "RESEARCH_LIVE_MAX_CONCURRENT", "RESEARCH_LIVE_DAILY_USD", "RESEARCH_LIVE_MAX_RUN_USD"]
 QUOTE = "Qdrant Cloud pricing starts at 25 dollars per month for the smallest cluster."
 QUESTION = "What does Qdrant Cloud pricing start at?"
 CODE = "open-sesame-42"
@@ -314,6 +314,24 @@ def test_secret_manager_code_unlocks_and_a_missing_secret_keeps_runs_off(env: Pa
         at = page("live")
         assert "Live runs are off" in texts(at, "warning") and "not found" in texts(at, "warning")
         assert not at.text_input
+
+
+def test_a_mounted_code_file_comes_first_and_a_missing_one_keeps_runs_off(env: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    mounted = env / "secrets" / "access-code"
+    mounted.parent.mkdir()
+    mounted.write_text("from-the-mounted-secret\n", encoding="utf-8")
+    monkeypatch.setenv("ACCESS_CODE", "local-code-42")
+    monkeypatch.setenv("ACCESS_CODE_SECRET", "projects/demo/secrets/unused/versions/latest")
+    monkeypatch.setenv("ACCESS_CODE_FILE", str(mounted))
+    at = unlock(page("live"), "local-code-42")
+    assert "That code is not right" in texts(at, "error")
+    at = unlock(at, "from-the-mounted-secret")
+    assert at.session_state["live_unlocked"] is True
+    monkeypatch.setenv("ACCESS_CODE_FILE", str(env / "secrets" / "not-mounted"))
+    at = page("live")
+    assert "Live runs are off" in texts(at, "warning") and "ACCESS_CODE_FILE" in texts(at, "warning")
+    assert not at.text_input and str(env) not in texts(at, "warning")
 
 
 def test_a_short_access_code_keeps_live_runs_off(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:

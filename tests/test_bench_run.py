@@ -19,7 +19,16 @@ import pytest
 
 import pipeline
 from pipeline.bench import runner
-from pipeline.bench.runner import BenchConfig, RunKey, Shard, find_suite, parse_shard, run_bench, shard_from_env
+from pipeline.bench.runner import (
+    BenchConfig,
+    RunKey,
+    Shard,
+    find_suite,
+    git_commit,
+    parse_shard,
+    run_bench,
+    shard_from_env,
+)
 from pipeline.bench.saved import BenchSummary, read_summary
 from pipeline.bench.suite import Suite
 from pipeline.cli.main import main
@@ -392,3 +401,16 @@ def test_usage_errors_exit_2_before_any_run(tmp_path: Path, corpora: Path, tiny:
 def test_a_suite_is_found_by_name_among_the_shipped_ones() -> None:
     suite: Suite = find_suite("news")
     assert suite.name == "news" and len(suite.questions) >= 30
+
+
+def test_commit_comes_from_the_image_build_when_there_is_no_git(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no git on the PATH, as in the container image
+    try:
+        sha = "0123456789abcdef0123456789abcdef01234567"
+        for given, expected in [(sha.upper(), sha), ("not-a-commit", None), ("", None)]:
+            git_commit.cache_clear()
+            monkeypatch.setenv("VERBATIM_GIT_COMMIT", given)
+            assert git_commit() == expected
+    finally:
+        git_commit.cache_clear()

@@ -1,5 +1,5 @@
-"""The access code that gates live runs: read from Secret Manager (checksum verified, cached) or ACCESS_CODE, compared
-in constant time, with wrong attempts limited per visitor and globally in a small SQLite file. Fails closed."""
+"""The access code that gates live runs: from a mounted secret file or Secret Manager (checksum verified), cached, or
+from ACCESS_CODE; compared in constant time, with wrong attempts limited per visitor and in total. Fails closed."""
 from __future__ import annotations
 
 import hashlib
@@ -20,7 +20,8 @@ log = logging.getLogger(__name__)
 
 SECRET_VERSION = re.compile(r"^projects/[^/\s]+/secrets/[^/\s]+/versions/[^/\s]+$")
 OFF_UNSET = ("Live runs are off on this server: no access code is configured. The operator can set "
-             "ACCESS_CODE_SECRET (a Secret Manager secret version) or ACCESS_CODE to turn them on.")
+             "ACCESS_CODE_FILE (a mounted secret), ACCESS_CODE_SECRET (a Secret Manager secret version) or "
+             "ACCESS_CODE to turn them on.")
 MIN_CODE_CHARS = 12  # a shorter code is easy to guess, and to type into a question by accident
 
 
@@ -96,12 +97,17 @@ def read_secret(name: str, *, client: Any, timeout: float = 10.0) -> str:
         raise SecretError("the secret payload came without its CRC32C checksum")
     if crc32c(data) != int(response.payload.data_crc32c):
         raise SecretError("the secret payload failed its CRC32C checksum")
+    return _code_text(data, "the secret payload")
+
+
+def _code_text(data: bytes, what: str) -> str:
+    """`data` as text without surrounding whitespace; SecretError naming `what` when it is not UTF-8 or is empty."""
     try:
         text = data.decode("utf-8").strip()
     except UnicodeDecodeError:
-        raise SecretError("the secret payload is not UTF-8 text") from None
+        raise SecretError(f"{what} is not UTF-8 text") from None
     if not text:
-        raise SecretError("the secret payload is empty")
+        raise SecretError(f"{what} is empty")
     return text
 
 
@@ -114,49 +120,98 @@ class AccessState:
     code: bytes | None = field(default=None, repr=False)
 
 
-class SecretManagerCode:
-    """The access code from one Secret Manager version, cached for `ttl` seconds (failures for `error_ttl`)."""
+class CachedCode:
+    """The access code from one source, read again when `ttl` seconds have passed (after a failure, `error_ttl`)."""
 
-    def __init__(self, name: str, *, client_factory: Callable[[], Any] = make_client, ttl: float = 300.0,
-                 error_ttl: float = 30.0, clock: Callable[[], float] = time.monotonic, timeout: float = 10.0):
-        self.name = name
-        self._client_factory = client_factory
-        self._ttl, self._error_ttl, self._clock, self._timeout = ttl, error_ttl, clock, timeout
+    where = "the configured source"  # for messages: where the operator put the code
+    fix = "the access code setting"  # what the operator should check when a read fails
+
+    def __init__(self, *, ttl: float = 300.0, error_ttl: float = 30.0, clock: Callable[[], float] = time.monotonic):
+        self._ttl, self._error_ttl, self._clock = ttl, error_ttl, clock
         self._lock = threading.Lock()
-        self._client: Any = None
         self._state: AccessState | None = None
         self._expires = 0.0
         self.reads = 0
 
+    def _read(self) -> str:
+        """The code as text; raises SecretError (with a message safe to show) on any failure."""
+        raise NotImplementedError
+
     def state(self) -> AccessState:
-        """The cached state, re-read from Secret Manager when it has expired."""
+        """The cached state, read again from the source when it has expired."""
         with self._lock:
             now = self._clock()
             if self._state is not None and now < self._expires:
                 return self._state
             self.reads += 1
             try:
-                if self._client is None:
-                    self._client = self._client_factory()
-                code = read_secret(self.name, client=self._client, timeout=self._timeout)
+                code = self._read()
                 if len(code) < MIN_CODE_CHARS:
-                    log.warning("access code: the value of %s is too short; live runs are off", self.name)
-                    self._state = AccessState(False, _too_short("Secret Manager (ACCESS_CODE_SECRET)"))
+                    log.warning("access code: the value in %s is too short; live runs are off", self.where)
+                    self._state = AccessState(False, _too_short(self.where))
                 else:
                     self._state = AccessState(True, "Enter the access code to run live research.", _bytes(code))
                 self._expires = now + self._ttl
             except SecretError as e:
-                log.warning("access code: Secret Manager read of %s failed: %s", self.name, e)
-                self._state = AccessState(False, "Live runs are off: the access code could not be read from "
-                                                 f"Secret Manager ({e}). The operator should check "
-                                                 "ACCESS_CODE_SECRET and the service account's access.")
+                log.warning("access code: reading %s failed: %s", self.where, e)
+                self._state = AccessState(False, f"Live runs are off: the access code could not be read from "
+                                                 f"{self.where} ({e}). The operator should check {self.fix}.")
                 self._expires = now + self._error_ttl
             return self._state
 
 
-def access_state(*, secret: SecretManagerCode | None, local_code: str | None) -> AccessState:
-    """Secret Manager when configured (no fallback if it fails), else ACCESS_CODE, else live runs are off; a code
-    shorter than MIN_CODE_CHARS is a misconfiguration and leaves them off too."""
+class SecretManagerCode(CachedCode):
+    """The access code from one Secret Manager version (ACCESS_CODE_SECRET), checksum verified."""
+
+    where = "Secret Manager (ACCESS_CODE_SECRET)"
+    fix = "ACCESS_CODE_SECRET and the service account's access"
+
+    def __init__(self, name: str, *, client_factory: Callable[[], Any] = make_client, ttl: float = 300.0,
+                 error_ttl: float = 30.0, clock: Callable[[], float] = time.monotonic, timeout: float = 10.0):
+        super().__init__(ttl=ttl, error_ttl=error_ttl, clock=clock)
+        self.name, self._client_factory, self._timeout = name, client_factory, timeout
+        self._client: Any = None
+
+    def _read(self) -> str:
+        if self._client is None:
+            self._client = self._client_factory()
+        return read_secret(self.name, client=self._client, timeout=self._timeout)
+
+
+MAX_CODE_FILE_BYTES = 4096
+
+
+class FileCode(CachedCode):
+    """The access code from a file (ACCESS_CODE_FILE): on Cloud Run, a Secret Manager secret mounted as a volume.
+    A mount of version `latest` shows the newest version when the file is read, so rotating the code needs no
+    redeploy: the app reads the file again once its cache has expired."""
+
+    where = "the mounted file (ACCESS_CODE_FILE)"
+    fix = "ACCESS_CODE_FILE and the secret's volume mount"
+
+    def __init__(self, path: Path, *, ttl: float = 300.0, error_ttl: float = 30.0,
+                 clock: Callable[[], float] = time.monotonic):
+        super().__init__(ttl=ttl, error_ttl=error_ttl, clock=clock)
+        self.path = Path(path)
+
+    def _read(self) -> str:
+        try:
+            with self.path.open("rb") as f:
+                data = f.read(MAX_CODE_FILE_BYTES + 1)
+        except FileNotFoundError:
+            raise SecretError("the file does not exist") from None
+        except IsADirectoryError:
+            raise SecretError("the path is a folder, not a file") from None
+        except OSError as e:
+            raise SecretError(f"the file could not be read ({type(e).__name__})") from None
+        if len(data) > MAX_CODE_FILE_BYTES:
+            raise SecretError(f"the file is larger than {MAX_CODE_FILE_BYTES} bytes")
+        return _code_text(data, "the file")
+
+
+def access_state(*, secret: CachedCode | None, local_code: str | None) -> AccessState:
+    """The configured source (a mounted file or Secret Manager; no fallback if it fails), else ACCESS_CODE, else live
+    runs are off; a code shorter than MIN_CODE_CHARS is a misconfiguration and leaves them off too."""
     if secret is not None:
         return secret.state()
     if local_code and local_code.strip():

@@ -28,6 +28,9 @@ class AppConfig(BaseSettings):
     benchmark_dir: Path = Field(ROOT / "benchmark_runs", validation_alias=_env("RESEARCH_BENCHMARK_DIR"))
     access_code: SecretStr | None = Field(None, validation_alias=_env("ACCESS_CODE"))
     access_code_secret: str | None = Field(None, validation_alias=_env("ACCESS_CODE_SECRET"))
+    # A Secret Manager secret mounted as a volume (the Cloud Run deploy): read again after secret_ttl, so a new
+    # version of the code takes effect without a redeploy.
+    access_code_file: Path | None = Field(None, validation_alias=_env("ACCESS_CODE_FILE"))
     # A local Secret Manager stand-in (tests, emulators): the client then uses anonymous credentials.
     secret_manager_url: str | None = Field(None, validation_alias=_env("RESEARCH_SECRET_MANAGER_URL"))
     secret_ttl: float = Field(300.0, validation_alias=_env("RESEARCH_ACCESS_CODE_TTL"))

@@ -14,7 +14,15 @@ from pipeline.store import open_store, store_exists
 from pipeline.store.base import RunStore
 from pipeline.store.files import RUN_ID, load_run_file
 from pipeline.store.timeline import Timeline, load_timeline
-from ui.access import AccessState, AttemptLimiter, SecretManagerCode, access_state, make_client
+from ui.access import (
+    AccessState,
+    AttemptLimiter,
+    CachedCode,
+    FileCode,
+    SecretManagerCode,
+    access_state,
+    make_client,
+)
 from ui.library import RunLibrary
 
 from .components import md_text
@@ -76,10 +84,19 @@ def _secret(name: str, endpoint: str | None, ttl: float) -> SecretManagerCode:
     return SecretManagerCode(name, client_factory=lambda: make_client(endpoint), ttl=ttl)
 
 
+@st.cache_resource(show_spinner=False)
+def _code_file(path: str, ttl: float) -> FileCode:
+    return FileCode(Path(path), ttl=ttl)
+
+
 def access(cfg: AppConfig) -> AccessState:
-    """Whether live runs can be unlocked; the Secret Manager value is cached for minutes, not re-read per rerun."""
-    secret = _secret(cfg.access_code_secret.strip(), cfg.secret_manager_url, cfg.secret_ttl) \
-        if cfg.access_code_secret and cfg.access_code_secret.strip() else None
+    """Whether live runs can be unlocked: ACCESS_CODE_FILE, else ACCESS_CODE_SECRET (each cached for minutes, not
+    re-read per rerun), else ACCESS_CODE."""
+    secret: CachedCode | None = None
+    if cfg.access_code_file is not None and str(cfg.access_code_file).strip():
+        secret = _code_file(str(cfg.access_code_file), cfg.secret_ttl)
+    elif cfg.access_code_secret and cfg.access_code_secret.strip():
+        secret = _secret(cfg.access_code_secret.strip(), cfg.secret_manager_url, cfg.secret_ttl)
     local = cfg.access_code.get_secret_value() if cfg.access_code else None
     return access_state(secret=secret, local_code=local)
 

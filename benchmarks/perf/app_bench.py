@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.perf.procstat import memory_kb  # noqa: E402
 from pipeline.core.schema import Finding, Plan, Report, RunResult, Source, SubQuestion, Usage  # noqa: E402
 from pipeline.store.files import save_run_file  # noqa: E402
 from ui.library import RunLibrary  # noqa: E402
@@ -96,15 +97,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _memory_kb(pid: int) -> dict[str, int]:
-    out = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            out[key] = int(value.split()[0])
-    return out
-
-
 def server_memory(folder: Path, state: Path) -> str:
     try:
         from playwright.sync_api import sync_playwright
@@ -127,7 +119,7 @@ def server_memory(folder: Path, state: Path) -> str:
                     break
             except OSError:
                 time.sleep(0.3)
-        idle = _memory_kb(proc.pid)
+        idle = memory_kb(proc.pid)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
                 "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -141,7 +133,7 @@ def server_memory(folder: Path, state: Path) -> str:
             page.goto(url + "/report?run=bench-00001")
             page.locator(".vb-report").first.wait_for(timeout=60_000)
             browser.close()
-        loaded = _memory_kb(proc.pid)
+        loaded = memory_kb(proc.pid)
         return (f"app process memory: {idle['VmRSS'] / 1024:.0f} MB at start; {loaded['VmRSS'] / 1024:.0f} MB after "
                 f"opening Benchmarks and a report (peak {loaded['VmHWM'] / 1024:.0f} MB); first Benchmarks view in "
                 f"the browser {first_view:.2f} s (cold: every file parsed)")

@@ -215,14 +215,18 @@ def spent_usd(folder: Path, suite: Suite) -> float:
 
 @cache
 def git_commit() -> str | None:
-    """The checkout's commit (`git rev-parse HEAD`), or None when there is no git or no checkout."""
+    """The checkout's commit (`git rev-parse HEAD`), else VERBATIM_GIT_COMMIT (the container image has no .git; its
+    build sets this), else None."""
+    sha = ""
     try:
         proc = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10,
                               check=False)
+        sha = proc.stdout.strip() if proc.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError):
-        return None
-    sha = proc.stdout.strip()
-    return sha if proc.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", sha) else None
+        pass
+    if not re.fullmatch(r"[0-9a-f]{40}", sha):
+        sha = os.environ.get("VERBATIM_GIT_COMMIT", "").strip().lower()
+    return sha if re.fullmatch(r"[0-9a-f]{40}", sha) else None
 
 
 def _now() -> str:
