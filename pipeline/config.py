@@ -52,7 +52,9 @@ class Settings(BaseSettings):
     fetch_max_bytes: int = Field(5_000_000, validation_alias=_env("RESEARCH_FETCH_MAX_BYTES"))
     fetch_deadline: float = Field(20.0, validation_alias=_env("RESEARCH_FETCH_DEADLINE"))
 
+    # A SQLite file path, or a postgresql:// URL (its password is masked in every message and scrubbed from records).
     db_path: str = Field("runs/research.sqlite", validation_alias=_env("RESEARCH_DB"))
+    heartbeat_stale: float = Field(60.0, gt=0, validation_alias=_env("RESEARCH_HEARTBEAT_STALE"))
     prices_raw: str = Field("", validation_alias=_env("RESEARCH_PRICES"))
 
     @field_validator("search_provider", mode="before")

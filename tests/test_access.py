@@ -2,11 +2,13 @@
 and wrong attempts limited per visitor and globally, in SQLite so a reload or a new session cannot reset them."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from pipeline.store import migrated_database
+from pipeline.store.database import Database
 from tests.fakes.secret_manager import FakeSecretManager
 from ui.access import (
     MAX_CODE_FILE_BYTES,
@@ -179,13 +181,28 @@ def test_a_text_that_contains_the_code_in_any_case_or_spacing_reveals_it() -> No
     assert not reveals_code("anything", AccessState(False, OFF_UNSET))
 
 
-def limiter(path: Path, clock: Clock, **kw: float) -> AttemptLimiter:
-    return AttemptLimiter(path, clock=clock, **{"per_visitor": 5, "global_limit": 50, "window": 900.0, **kw})
+@pytest.fixture()
+def databases(db_url: str) -> Iterator[Callable[[], Database]]:
+    """Opens the test database (SQLite or PostgreSQL) anew on each call, as another session or process would."""
+    opened: list[Database] = []
+
+    def open_one() -> Database:
+        opened.append(migrated_database(db_url))
+        return opened[-1]
+
+    yield open_one
+    for db in opened:
+        db.close()
 
 
-def test_sixth_attempt_is_refused_even_with_the_right_code_until_the_window_passes(tmp_path: Path) -> None:
-    clock, db = Clock(), tmp_path / "app.sqlite"
-    lim = limiter(db, clock)
+def limiter(db: Database, clock: Clock, **kw: float) -> AttemptLimiter:
+    return AttemptLimiter(db, clock=clock, **{"per_visitor": 5, "global_limit": 50, "window": 900.0, **kw})
+
+
+def test_sixth_attempt_is_refused_even_with_the_right_code_until_the_window_passes(
+        databases: Callable[[], Database]) -> None:
+    clock = Clock()
+    lim = limiter(databases(), clock)
     for left in (4, 3, 2, 1, 0):
         verdict = lim.attempt("v1", lambda: False)
         assert not verdict.ok and f"{left} attempt" in verdict.message
@@ -193,17 +210,18 @@ def test_sixth_attempt_is_refused_even_with_the_right_code_until_the_window_pass
     checked: list[bool] = []
     verdict = lim.attempt("v1", lambda: checked.append(True) or True)
     assert not verdict.ok and "Too many wrong codes from your address" in verdict.message and checked == []
-    # a reload or a new session opens the same file: still refused
-    assert not limiter(db, clock).attempt("v1", lambda: True).ok
-    assert limiter(db, clock).attempt("v2", lambda: True).ok  # another visitor is not affected
+    # a reload, a new session or another instance opens the same database: still refused
+    other = databases()
+    assert not limiter(other, clock).attempt("v1", lambda: True).ok
+    assert limiter(other, clock).attempt("v2", lambda: True).ok  # another visitor is not affected
     clock.t += 900 - 40  # the first wrong attempt leaves the window; four remain
     verdict = lim.attempt("v1", lambda: True)
     assert verdict.ok and "Unlocked" in verdict.message
 
 
-def test_global_limit_pauses_everyone(tmp_path: Path) -> None:
+def test_global_limit_pauses_everyone(databases: Callable[[], Database]) -> None:
     clock = Clock()
-    lim = limiter(tmp_path / "app.sqlite", clock, global_limit=6)
+    lim = limiter(databases(), clock, global_limit=6)
     for i in range(6):
         assert not lim.attempt(f"visitor-{i}", lambda: False).ok
     verdict = lim.attempt("fresh", lambda: True)
@@ -212,8 +230,8 @@ def test_global_limit_pauses_everyone(tmp_path: Path) -> None:
     assert lim.attempt("fresh", lambda: True).ok
 
 
-def test_right_code_is_not_counted(tmp_path: Path) -> None:
-    lim = limiter(tmp_path / "app.sqlite", Clock(), per_visitor=2)
+def test_right_code_is_not_counted(databases: Callable[[], Database]) -> None:
+    lim = limiter(databases(), Clock(), per_visitor=2)
     for _ in range(5):
         assert lim.attempt("v", lambda: True).ok
 

@@ -17,8 +17,9 @@ from pipeline.bench.grade import grade_suite
 from pipeline.bench.saved import SUMMARY, BenchSummary
 from pipeline.core.event_types import FetchEvent, ModelResponseEvent, SearchEvent, StepEvent
 from pipeline.core.schema import Finding, Plan, Problem, Report, RunOptions, RunResult, Source, SubQuestion, Usage
+from pipeline.store import migrated_database
 from pipeline.store.files import save_run_file
-from pipeline.store.sqlite import SqliteRunStore
+from pipeline.store.sql import SqliteRunStore, SqlRunStore
 from pipeline.store.timeline import load_timeline
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.corpora import qdrant_corpus
@@ -28,7 +29,7 @@ from tests.fakes.secret_manager import FakeSecretManager
 from tests.fakes.web_server import Route, WebServer
 from tests.test_scoreboard import LEAD, MISSING, QUESTIONS, WORKER, saved_suite
 from ui.config import AppConfig
-from ui.jobs import MODES, ProgressSink
+from ui.jobs import MODES, PRESETS
 from ui.ledger import SpendLedger
 from ui.library import (
     RunLibrary,
@@ -40,6 +41,8 @@ from ui.library import (
     run_header,
     summarise,
 )
+from ui.live_runs import LiveRunTable
+from ui.progress import ProgressSink
 
 ROOT = Path(__file__).resolve().parents[1]
 APP_VARS = ["RESEARCH_BENCHMARK_DIR", "ACCESS_CODE", "ACCESS_CODE_SECRET", "ACCESS_CODE_FILE",
@@ -381,11 +384,45 @@ def ask(at: AppTest, question: str = QUESTION, mode: str = "fixed") -> AppTest:
 def wait_done(at: AppTest, timeout: float = 60) -> AppTest:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if at.success or (at.error and "live_job" in at.session_state):
+        if at.success or (at.error and "run" in at.query_params):
             return at
         time.sleep(0.3)
         at.run()
     raise AssertionError("the live run did not finish in time")
+
+
+def test_an_interrupted_run_is_listed_its_spend_released_and_resumed(live: ResearchBrain, env: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RESEARCH_HEARTBEAT_STALE", "1")
+    db = migrated_database(str(env / "state" / "research.sqlite"))
+    limits = PRESETS["quick"].limits
+    store = SqlRunStore(db, owns_db=False)
+    rec = store.recorder("dead0run0001")  # a run whose instance died before any step finished
+    rec.start(question=QUESTION, options=RunOptions(mode="fixed", limits=limits),
+              models={"lead": "claude-sonnet-5-5", "worker": "claude-haiku-5-5"}, prompt_version="v")
+    rec.stop()
+    long_ago = time.time() - 30
+    db.execute("UPDATE runs SET host = 'gone-host', heartbeat = ? WHERE id = 'dead0run0001'", (long_ago,))
+    LiveRunTable(db, instance="gone-instance", clock=lambda: long_ago).add("dead0run0001", QUESTION, "fixed", limits,
+                                                                          5)
+    ledger = SpendLedger(db)
+    assert ledger.reserve("dead0run0001", 0.25, 5.0, 0.05) == 0.25
+    report = page("report", run="dead0run0001")  # the public report link says what became of it
+    assert not report.exception and "stopped before it finished" in texts(report, "warning")
+    at = unlock(page("live"), CODE)
+    assert not at.exception and "Interrupted runs (1)" in [e.label for e in at.expander]
+    assert ledger.today() == 0.0  # it spent nothing before it died: its reservation is released
+    at = at.button(key="resume_dead0run0001").click().run()
+    assert not at.exception and at.query_params["run"] == "dead0run0001"
+    at = wait_done(at)
+    assert "Finished: complete" in texts(at, "success") and QUOTE in at.html[0].value
+    row = store.run("dead0run0001")
+    assert row is not None and row.status == "complete"
+    result = store.result("dead0run0001")
+    assert result is not None and ledger.today() == pytest.approx(result.usage.cost_usd)
+    again = page("live")  # a new session, unlocked: nothing is left to resume
+    again = unlock(again, CODE)
+    assert "Interrupted runs" not in " ".join(e.label for e in again.expander)
 
 
 def test_a_live_run_shows_progress_then_its_report(live: ResearchBrain, env: Path) -> None:
@@ -419,7 +456,7 @@ def test_concurrency_limit_refuses_a_second_run_with_its_message(live: ResearchB
 def test_spend_ceiling_counts_todays_spend_from_the_shared_ledger(live: ResearchBrain, env: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RESEARCH_LIVE_DAILY_USD", "1.00")
-    ledger = SpendLedger(env / "state" / "app.sqlite")  # the file every session and process of the app shares
+    ledger = SpendLedger(migrated_database(str(env / "state" / "research.sqlite")))  # what every session shares
     assert ledger.reserve("earlier", 1.0, ceiling=1.0, minimum=0.0) == 1.0
     ledger.settle("earlier", 0.97)
     at = ask(unlock(page("live"), CODE))
@@ -530,7 +567,7 @@ def test_an_extractive_run_with_no_key_shows_progress_then_opens_its_report(no_k
     assert 'data-cite="F1"' in report.html[0].value and QUOTE in report.html[0].value
     assert list(report.dataframe[0].value.quote) == [QUOTE]  # the verified findings
     assert "search" in set(report.dataframe[-1].value.kind)  # the timeline of the live run
-    assert SpendLedger(no_key / "state" / "app.sqlite").today() == 0.0
+    assert SpendLedger(migrated_database(str(no_key / "state" / "research.sqlite"))).today() == 0.0
 
 
 def test_on_a_fresh_clone_an_extractive_run_searches_the_shipped_news_corpus(env: Path,

@@ -35,7 +35,7 @@ from pipeline.cli.main import main
 from pipeline.config import SHIPPED_CORPORA, ConfigError, Settings
 from pipeline.core.schema import RunResult
 from pipeline.research.prompts import version as prompt_version
-from pipeline.store.sqlite import SqliteRunStore
+from pipeline.store.sql import SqliteRunStore
 from pipeline.web.corpus import Corpus, CorpusPage, build_corpus
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.research_brain import ResearchBrain

@@ -12,7 +12,7 @@ import pytest
 from pipeline.cli.commands import print_outcome
 from pipeline.cli.main import main
 from pipeline.core.schema import Report, RunOptions, RunResult
-from pipeline.store.sqlite import SqliteRunStore
+from pipeline.store.sql import SqliteRunStore
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

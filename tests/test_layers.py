@@ -27,6 +27,8 @@ IO_LIBRARIES = {"anthropic", "openai", "httpx", "httpcore", "socket", "ssl", "sq
                 "urllib.request", "http.client", "trafilatura", "lxml", "streamlit", "google", "psycopg"}
 # Libraries that open connections: only web/ (pages, searches) and models/ (the model endpoint) use them.
 NETWORK_LIBRARIES = {"httpx", "httpcore", "socket", "ssl", "requests", "urllib.request", "http.client"}
+# The PostgreSQL driver: one module owns every connection to the database server.
+DATABASE_DRIVERS = {"psycopg", "psycopg_pool"}
 
 
 def _imports(path: Path, package: str) -> list[str]:
@@ -80,6 +82,8 @@ def violations(root: Path) -> list[str]:
                 found.append(f"{rel}: core does no I/O and uses no SDK ({name})")
             if _matches(name, {"anthropic"}) and rel.as_posix() != "pipeline/models/anthropic.py":
                 found.append(f"{rel}: only pipeline/models/anthropic.py imports anthropic")
+            if _matches(name, DATABASE_DRIVERS) and rel.as_posix() != "pipeline/store/database.py":
+                found.append(f"{rel}: only pipeline/store/database.py talks to the database server ({name})")
             if (_matches(name, NETWORK_LIBRARIES) and own not in ("web", "models")
                     and rel.parts[:2] != ("pipeline", "web")):
                 found.append(f"{rel}: only web/ (and the model adapters) open connections ({name})")
@@ -93,10 +97,11 @@ def test_the_code_keeps_the_layering_rules() -> None:
 @pytest.mark.parametrize(("file", "line", "rule"), [
     ("pipeline/core/schema.py", "from pipeline.web import fetch", "layer core may not import layer web"),
     ("pipeline/core/quotes.py", "import sqlite3", "core does no I/O"),
+    ("pipeline/store/sql.py", "import psycopg", "only pipeline/store/database.py talks to the database server"),
     ("pipeline/research/steps/plan.py", "from ui import render", "pipeline/ imports ui/"),
     ("pipeline/research/steps/write.py", "import anthropic", "only pipeline/models/anthropic.py imports anthropic"),
     ("pipeline/research/orchestrator.py", "import httpx", "only web/ (and the model adapters) open connections"),
-    ("pipeline/store/sqlite.py", "from ..research import orchestrator", "layer store may not import layer research"),
+    ("pipeline/store/sql.py", "from ..research import orchestrator", "layer store may not import layer research"),
     ("pipeline/web/fetch.py", "from pipeline.replay.tape import Tape", "layer web may not import layer replay"),
 ])
 def test_a_forbidden_import_is_reported(tmp_path: Path, file: str, line: str, rule: str) -> None:

@@ -17,8 +17,10 @@ from pipeline.config import Settings
 from pipeline.core.budget import Budget, Phase, Refusal
 from pipeline.core.schema import BudgetLimits, RunResult
 from pipeline.research.orchestrator import research
+from pipeline.store import migrated_database
+from pipeline.store.database import Database
 from pipeline.store.files import load_run_file
-from pipeline.store.sqlite import SqliteRunStore
+from pipeline.store.sql import SqlRunStore
 from pipeline.store.timeline import load_timeline
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.corpora import qdrant_corpus
@@ -61,6 +63,12 @@ def world() -> Iterator[World]:
         yield World(fake, brain, search, web)
 
 
+def state_db(tmp_path: Path) -> Database:
+    """The database the ledger and the live runs share (a SQLite file here; tests/test_live_shared.py runs them on
+    PostgreSQL too)."""
+    return migrated_database(str(tmp_path / "state" / "research.sqlite"))
+
+
 class Clock:
     def __init__(self, t: float = 1_767_225_600.0):  # 2026-01-01 00:00 UTC
         self.t = t
@@ -70,7 +78,7 @@ class Clock:
 
 
 def registry(tmp_path: Path, world: World, **limits: float) -> JobRegistry:
-    return JobRegistry(runs_dir=tmp_path / "live", ledger=SpendLedger(tmp_path / "app.sqlite"),
+    return JobRegistry(runs_dir=tmp_path / "live", db=state_db(tmp_path),
                        limits=LiveLimits(**limits), settings=world.settings)
 
 
@@ -90,16 +98,16 @@ def test_cancelled_budget_refuses_every_call() -> None:
     assert budget.used().searches == 1
 
 
-def test_ledger_reserves_within_the_ceiling_and_settles_to_real_cost(tmp_path: Path) -> None:
+def test_ledger_reserves_within_the_ceiling_and_settles_to_real_cost(db_url: str) -> None:
     clock = Clock()
-    ledger = SpendLedger(tmp_path / "app.sqlite", clock)
+    ledger = SpendLedger(migrated_database(db_url), clock)
     assert ledger.reserve("a", 2.0, ceiling=5.0, minimum=0.05) == 2.0
     assert ledger.reserve("b", 2.0, ceiling=5.0, minimum=0.05) == 2.0
     assert ledger.reserve("c", 2.0, ceiling=5.0, minimum=0.05) == 1.0  # lowered to what is left today
     assert ledger.reserve("d", 2.0, ceiling=5.0, minimum=0.05) is None
     ledger.settle("a", 0.25)
     assert ledger.today() == pytest.approx(3.25)
-    other = SpendLedger(tmp_path / "app.sqlite", clock)  # another session or process: same ledger
+    other = SpendLedger(migrated_database(db_url), clock)  # another session, process or instance: same ledger
     assert other.reserve("e", 2.0, ceiling=5.0, minimum=0.05) == pytest.approx(1.75)
     clock.t += 86_400  # a new UTC day
     assert ledger.today() == 0.0 and ledger.reserve("f", 2.0, ceiling=5.0, minimum=0.05) == 2.0
@@ -179,7 +187,7 @@ def test_refusals_before_anything_is_spent(tmp_path: Path, world: World) -> None
     assert isinstance(r := reg.start("   ", "fixed", "quick"), Refused) and r.reason == "question"
     assert isinstance(r := reg.start("x" * 501, "fixed", "quick"), Refused) and r.reason == "question"
     assert isinstance(r := reg.start(QUESTION, "fixed", "huge"), Refused) and r.reason == "preset"
-    no_keys = JobRegistry(runs_dir=tmp_path / "live", ledger=SpendLedger(tmp_path / "app.sqlite"),
+    no_keys = JobRegistry(runs_dir=tmp_path / "live", db=state_db(tmp_path),
                           limits=LiveLimits(), settings=lambda: Settings(search_provider="corpus"))
     refused = no_keys.start(QUESTION, "fixed", "quick")
     assert isinstance(refused, Refused) and refused.reason == "config" and "ANTHROPIC_API_KEY" in refused.message
@@ -187,10 +195,10 @@ def test_refusals_before_anything_is_spent(tmp_path: Path, world: World) -> None
     assert reg.ledger.today() == 0.0 and world.fake.requests == []
 
 
-def test_live_runs_are_recorded_in_the_run_store(tmp_path: Path, world: World) -> None:
-    store = SqliteRunStore(tmp_path / "research.sqlite")
-    reg = JobRegistry(runs_dir=tmp_path / "live", ledger=SpendLedger(tmp_path / "app.sqlite"), limits=LiveLimits(),
-                      settings=world.settings, store=store)
+def test_live_runs_are_recorded_in_the_run_store(tmp_path: Path, world: World, db_url: str) -> None:
+    db = migrated_database(db_url)
+    store = SqlRunStore(db, owns_db=False)
+    reg = JobRegistry(runs_dir=tmp_path / "live", db=db, limits=LiveLimits(), settings=world.settings, store=store)
     job = reg.start(QUESTION, "tools", "quick")
     assert isinstance(job, Job)
     rr = finish(reg, job).result
@@ -209,7 +217,7 @@ def test_live_runs_are_recorded_in_the_run_store(tmp_path: Path, world: World) -
 
 def no_key_registry(tmp_path: Path, research_fn: Callable[..., RunResult] = research, **limits: Any) -> JobRegistry:
     corpus = qdrant_corpus(tmp_path / "corpus")
-    return JobRegistry(runs_dir=tmp_path / "live", ledger=SpendLedger(tmp_path / "app.sqlite"),
+    return JobRegistry(runs_dir=tmp_path / "live", db=state_db(tmp_path),
                        limits=LiveLimits(**limits), research_fn=research_fn,
                        settings=lambda: Settings(search_provider="corpus", corpus_dir=str(corpus)))
 
@@ -244,7 +252,7 @@ def test_with_a_model_key_every_mode_is_offered(tmp_path: Path, world: World) ->
 
 
 def test_no_mode_is_offered_when_the_corpus_does_not_open(tmp_path: Path) -> None:
-    reg = JobRegistry(runs_dir=tmp_path / "live", ledger=SpendLedger(tmp_path / "app.sqlite"), limits=LiveLimits(),
+    reg = JobRegistry(runs_dir=tmp_path / "live", db=state_db(tmp_path), limits=LiveLimits(),
                       settings=lambda: Settings(search_provider="corpus", corpus_dir=str(tmp_path / "missing")))
     offer = reg.offer()
     assert offer.modes == () and offer.problem is not None and "RESEARCH_CORPUS_DIR" in offer.problem

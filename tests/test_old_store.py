@@ -15,7 +15,7 @@ from pipeline.cli.store_commands import compare_results
 from pipeline.core.event_types import EVENT_TYPES
 from pipeline.core.schema import RunResult
 from pipeline.replay.tape import TAPE_KINDS, Tape, TapeMode
-from pipeline.store.sqlite import SqliteRunStore
+from pipeline.store.sql import SqliteRunStore
 from tests.test_replay import THREE_PARTS, Fakes, record_with_anthropic_search
 
 FIXTURE = Path(__file__).parent / "fixtures" / "stores" / "before-layout.sqlite"

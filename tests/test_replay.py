@@ -19,12 +19,13 @@ from pipeline.models.anthropic import LLM, LLMError
 from pipeline.replay.recorded import RecordedModel, RecordedPages, RecordedSearch
 from pipeline.replay.tape import Tape, TapeMode
 from pipeline.research.orchestrator import build_context, research
-from pipeline.store.sqlite import SqliteRunStore
+from pipeline.store.sql import SqlRunStore
 from pipeline.web.fetch import Fetcher, WebPages
 from pipeline.web.search.service import SearchService, make_provider
 from tests.fakes.anthropic_api import FakeAnthropic, reply_web_search
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
+from tests.fakes.stores import open_test_store, store_url
 from tests.fakes.web_server import WebServer
 from tests.test_e2e import VECTOR_PAGES, page
 
@@ -53,13 +54,13 @@ class Fakes:
             hits.append(Hit(title=path.strip("/"), url=self.web.url(path), snippet="snippet", published=None))
         self.search.hits[:] = hits
 
-    def settings(self, db: Path) -> Settings:
+    def settings(self, db: str | Path) -> Settings:
         return Settings(anthropic_api_key=KEY, anthropic_base_url=self.model.base_url, search_provider="brave",
                         brave_api_key="brave-key", search_base_url=self.search.base_url,
                         fetch_allow_raw=self.web.host_port, model_max_retries=0, model_timeout=10, db_path=str(db))
 
-    def record(self, store: SqliteRunStore, question: str, mode: str, **options: Any) -> RunResult:
-        settings = self.settings(store.path)
+    def record(self, store: SqlRunStore, question: str, mode: str, **options: Any) -> RunResult:
+        settings = self.settings(store_url(store))
         provider = make_provider(settings, sleep=lambda _s: None)
         return research(question, settings, options=RunOptions(mode=mode, **options), store=store,
                         context=lambda s, o, e, **kw: build_context(s, o, e, provider=provider, **kw))
@@ -68,16 +69,16 @@ class Fakes:
         self._stack.close()
 
 
-def record_with_anthropic_search(db: Path) -> tuple[RunResult, FakeAnthropic]:
-    """One tools-mode run recorded in `db` whose searches are Anthropic's server-side web search (model calls); its
-    result and the fake model, shut down but still holding the requests it received."""
+def record_with_anthropic_search(db: str | Path) -> tuple[RunResult, FakeAnthropic]:
+    """One tools-mode run recorded in `db` (a RESEARCH_DB value) whose searches are Anthropic's server-side web search
+    (model calls); its result and the fake model, shut down but still holding the requests it received."""
     with WebServer({"/qdrant": VECTOR_PAGES["/qdrant"]}) as web, FakeAnthropic(ResearchBrain()) as model:
         hit = {"url": web.url("/qdrant"), "title": "Qdrant pricing", "snippet": "Qdrant Cloud pricing starts at 25."}
         model.rule(lambda r: r.has_tool("web_search") and not r.has_tool("record_finding"),
                    lambda r: reply_web_search("q", [hit]))
         settings = Settings(anthropic_api_key=KEY, anthropic_base_url=model.base_url, search_provider="anthropic",
                             fetch_allow_raw=web.host_port, model_max_retries=0, db_path=str(db))
-        with SqliteRunStore(db) as store:
+        with open_test_store(str(db)) as store:
             result = research("What does Qdrant Cloud pricing start at?", settings, options=RunOptions(mode="tools"),
                               store=store)
     return result, model
@@ -96,33 +97,32 @@ def _same(a: RunResult, b: RunResult) -> dict[str, Any]:
     return {k: (da[k], db[k]) for k in da if da[k] != db[k]}
 
 
-def _replay(db: Path, run_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str) -> RunResult:
-    monkeypatch.setenv("RESEARCH_DB", str(db))
+def _replay(db: str, run_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str) -> RunResult:
+    monkeypatch.setenv("RESEARCH_DB", db)
     out = tmp_path / f"replay-{run_id}.json"
     assert main(["replay", run_id, "--json", str(out), "--quiet", *extra]) == 0
     return RunResult.model_validate_json(out.read_text())
 
 
 @pytest.mark.parametrize("mode", ["fixed", "tools"])
-def test_replay_with_the_fakes_shut_down_gives_the_same_result(fakes: Fakes, tmp_path: Path, mode: str,
+def test_replay_with_the_fakes_shut_down_gives_the_same_result(fakes: Fakes, tmp_path: Path, mode: str, db_url: str,
                                                                monkeypatch: pytest.MonkeyPatch,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     fakes.brain.plans["three parts"] = THREE_PARTS
-    db = tmp_path / "runs.sqlite"
-    with SqliteRunStore(db) as store:
+    with open_test_store(db_url) as store:
         original = fakes.record(store, "Qdrant Cloud pricing in three parts", mode)
     assert original.status == "complete" and len(original.sources) >= 2
     assert len({f.sub_question for f in original.findings}) >= 2  # in tools mode: from parallel workers
     fakes.close()  # no model, no search API, no web from here on
 
-    replayed = _replay(db, original.run_id, tmp_path, monkeypatch)
+    replayed = _replay(db_url, original.run_id, tmp_path, monkeypatch)
 
     assert replayed.run_id != original.run_id
     assert _same(original, replayed) == {}
     assert replayed.report.markdown == original.report.markdown
     assert replayed.findings == original.findings and replayed.usage == original.usage
     assert "matches the recorded result" in capsys.readouterr().err
-    with SqliteRunStore(db) as store:
+    with open_test_store(db_url) as store:
         row = store.run(replayed.run_id)
         assert row is not None and row.replay_of == original.run_id and row.status == "complete"
         assert store.result(replayed.run_id) == replayed
@@ -130,21 +130,20 @@ def test_replay_with_the_fakes_shut_down_gives_the_same_result(fakes: Fakes, tmp
         assert not [e for e in store.events(replayed.run_id) if e.payload.get("not_recorded")]
         assert not [e for e in store.events(replayed.run_id, ["model_error"]) if e.payload["kind"] == "not_recorded"]
         # A replay is itself a complete recording: replaying the replay gives the same result again.
-    again = _replay(db, replayed.run_id, tmp_path, monkeypatch)
+    again = _replay(db_url, replayed.run_id, tmp_path, monkeypatch)
     assert _same(original, again) == {}
 
 
 def test_live_model_replay_calls_the_model_but_takes_the_evidence_from_the_store(
-        fakes: Fakes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    db = tmp_path / "runs.sqlite"
-    with SqliteRunStore(db) as store:
+        fakes: Fakes, tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with open_test_store(db_url) as store:
         original = fakes.record(store, "What does Qdrant Cloud pricing start at?", "tools")
     searches, pages, calls = len(fakes.search.requests), len(fakes.web.requests), len(fakes.model.requests)
     assert original.findings and searches and pages
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fakes.model.base_url)
-    replayed = _replay(db, original.run_id, tmp_path, monkeypatch, "--live-model")
+    replayed = _replay(db_url, original.run_id, tmp_path, monkeypatch, "--live-model")
 
     assert len(fakes.model.requests) - calls == replayed.usage.model_calls > 0  # the model was called for real
     assert len(fakes.search.requests) == searches and len(fakes.web.requests) == pages  # the evidence was not
@@ -174,7 +173,7 @@ def test_a_call_the_recording_lacks_fails_without_any_network(tmp_path: Path) ->
 
 
 def test_an_anthropic_search_the_recording_lacks_is_a_message_not_a_crash() -> None:
-    from pipeline.store.sqlite import StoredEvent
+    from pipeline.store.sql import StoredEvent
 
     recorded = StoredEvent(seq=1, kind="search", payload={"query": "recorded query", "provider": "anthropic",
                                                           "n": 10, "results": []})
@@ -192,7 +191,7 @@ def test_a_page_reached_by_redirect_is_served_by_its_final_url_too_and_charged_o
     """The original run fetched http://x.example/a (redirected to https); a worker asking for the https URL was
     answered from the Fetcher's cache. In a replay that worker may come first."""
     from pipeline.core.schema import FetchResult
-    from pipeline.store.sqlite import StoredEvent
+    from pipeline.store.sql import StoredEvent
 
     page_ = FetchResult(ok=True, url="http://x.example/a", final_url="https://x.example/a", status=200,
                         content_type="text/html", title="A", text="Qdrant Cloud pricing starts at 25 dollars.")
@@ -209,9 +208,8 @@ def test_a_page_reached_by_redirect_is_served_by_its_final_url_too_and_charged_o
     assert budget.used().fetches == 1
 
 
-def test_served_outcomes_are_charged_as_recorded(fakes: Fakes, tmp_path: Path) -> None:
-    db = tmp_path / "runs.sqlite"
-    with SqliteRunStore(db) as store:
+def test_served_outcomes_are_charged_as_recorded(fakes: Fakes, db_url: str) -> None:
+    with open_test_store(db_url) as store:
         original = fakes.record(store, "What does Qdrant Cloud pricing start at?", "fixed")
         tape = Tape.from_store(store, original.run_id, TapeMode.REPLAY)
     fakes.close()
@@ -225,13 +223,12 @@ def test_served_outcomes_are_charged_as_recorded(fakes: Fakes, tmp_path: Path) -
     assert sum(e.payload["cost_usd"] for e in served) == pytest.approx(original.usage.cost_usd)
 
 
-def test_export_writes_the_run_result_and_runs_lists_it(fakes: Fakes, tmp_path: Path,
+def test_export_writes_the_run_result_and_runs_lists_it(fakes: Fakes, tmp_path: Path, db_url: str,
                                                         monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    db = tmp_path / "runs.sqlite"
-    with SqliteRunStore(db) as store:
+    with open_test_store(db_url) as store:
         original = fakes.record(store, "What does Qdrant Cloud pricing start at?", "fixed")
-    monkeypatch.setenv("RESEARCH_DB", str(db))
+    monkeypatch.setenv("RESEARCH_DB", db_url)
     out = tmp_path / "exported" / "run.json"
     assert main(["export", original.run_id, str(out)]) == 0
     assert RunResult.model_validate_json(out.read_text()) == original
@@ -246,22 +243,21 @@ def test_export_writes_the_run_result_and_runs_lists_it(fakes: Fakes, tmp_path: 
     assert "python -m pipeline runs" in capsys.readouterr().err
 
 
-def test_replay_of_a_run_searching_through_anthropic_charges_its_search_calls(tmp_path: Path,
+def test_replay_of_a_run_searching_through_anthropic_charges_its_search_calls(tmp_path: Path, db_url: str,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Anthropic's server-side search is a model call: a replay serves it as one, so its tokens count again."""
-    db = tmp_path / "runs.sqlite"
-    original, model = record_with_anthropic_search(db)
+    original, model = record_with_anthropic_search(db_url)
     searches = sum(r.has_tool("web_search") and not r.has_tool("record_finding") for r in model.message_requests)
     assert original.status == "complete" and original.findings and searches >= 1
 
-    replayed = _replay(db, original.run_id, tmp_path, monkeypatch)
+    replayed = _replay(db_url, original.run_id, tmp_path, monkeypatch)
     assert _same(original, replayed) == {}
     assert replayed.usage.model_calls == original.usage.model_calls == len(model.requests)
 
 
 def test_a_request_that_changed_since_the_recording_is_reported_but_a_new_page_nonce_is_not() -> None:
     from pipeline.core.untrusted import wrap
-    from pipeline.store.sqlite import StoredEvent
+    from pipeline.store.sql import StoredEvent
 
     settings = Settings()
     page_text = wrap("Qdrant Cloud pricing starts at 25 dollars.", source_id="S1")  # a fresh random nonce each time

@@ -6,7 +6,6 @@ import json
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -24,10 +23,11 @@ from pipeline.core.event_types import SearchEvent
 from pipeline.core.schema import RunOptions, RunResult
 from pipeline.replay.checkpoint import Checkpoint
 from pipeline.replay.tape import without_nonces
-from pipeline.store.sqlite import REEMITTED, SqliteRunStore, StoreError
+from pipeline.store.sql import REEMITTED, StoreError
 from tests.fakes.anthropic_api import FakeAnthropic, MessagesRequest
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
+from tests.fakes.stores import open_test_store
 from tests.fakes.web_server import Route, WebServer
 from tests.test_e2e import page
 
@@ -42,17 +42,17 @@ class World:
     search: FakeSearchApi
     web: WebServer
     release: threading.Event  # while unset, /b hangs before sending its body: the run is mid-fetch
-    db: Path
+    db: str  # RESEARCH_DB: a SQLite file or a postgresql:// URL
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-resume-test-key", "ANTHROPIC_BASE_URL": self.model.base_url,
                 "RESEARCH_SEARCH_PROVIDER": "brave", "BRAVE_API_KEY": "brave-key",
                 "RESEARCH_SEARCH_BASE_URL": self.search.base_url, "RESEARCH_FETCH_ALLOW": self.web.host_port,
-                "RESEARCH_DB": str(self.db), "RESEARCH_MODEL_MAX_RETRIES": "0"}
+                "RESEARCH_DB": self.db, "RESEARCH_MODEL_MAX_RETRIES": "0"}
 
 
 @pytest.fixture()
-def world(tmp_path: Path) -> Iterator[World]:
+def world(db_url: str) -> Iterator[World]:
     release = threading.Event()
 
     def slow_body() -> Iterator[bytes]:
@@ -66,7 +66,7 @@ def world(tmp_path: Path) -> Iterator[World]:
             Hit(title="a", url=web.url("/a"), snippet="s", published=None),
             Hit(title="b", url=web.url("/b"), snippet="s", published=None)], api_key="brave-key"))
         model = stack.enter_context(FakeAnthropic(ResearchBrain()))
-        yield World(model, search, web, release, tmp_path / "runs.sqlite")
+        yield World(model, search, web, release, db_url)
 
 
 def _wait_for(condition, what: str, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
@@ -104,7 +104,7 @@ def test_a_killed_run_resumes_without_repeating_finished_work(world: World, tmp_
     listed = subprocess.run([sys.executable, "-m", "pipeline", "runs", "--json"], capture_output=True, text=True,
                             env=world.env(), timeout=60)
     assert [(r["id"], r["status"]) for r in json.loads(listed.stdout)] == [(run_id, "interrupted")]
-    with SqliteRunStore(world.db) as store:
+    with open_test_store(world.db) as store:
         assert store.result(run_id) is None
         assert [e.payload["after"] for e in store.events(run_id, ["checkpoint"])] == ["plan"]
         recorded_before = len(store.events(run_id))
@@ -132,7 +132,7 @@ def test_a_killed_run_resumes_without_repeating_finished_work(world: World, tmp_
     # Spend is counted once: the ledger continued from the recording, so it holds every request sent, once.
     assert result.usage.model_calls == len(world.model.requests) > before["model"]
     assert result.usage.searches == 1 and result.usage.fetches == 2
-    with SqliteRunStore(world.db) as store:
+    with open_test_store(world.db) as store:
         responses = store.events(run_id, ["model_response"])
         assert len(responses) == len(world.model.requests)  # served calls are not recorded twice
         assert sum(e.payload["cost_usd"] for e in responses) == pytest.approx(result.usage.cost_usd)
@@ -168,37 +168,35 @@ def test_resume_refuses_a_finished_run_and_an_unknown_one(world: World) -> None:
     assert unknown.returncode == 2 and "python -m pipeline runs" in unknown.stderr
 
 
-def _interrupted_run(db: Path, provider: str) -> None:
+def _interrupted_run(db: str, provider: str) -> None:
     """A run whose process is gone, after one search through `provider`."""
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
                           check=True)
-    with SqliteRunStore(db) as store:
+    with open_test_store(db) as store:
         recorder = store.recorder("r1")
         recorder.start(question=QUESTION, options=RunOptions(), models={}, prompt_version="v")
         recorder.emit(SearchEvent(query="qdrant pricing", provider=provider, n=10, results=[]))
-    with sqlite3.connect(db) as db_:
-        db_.execute("UPDATE runs SET pid = ? WHERE id = 'r1'", (int(dead.stdout),))
+        recorder.stop()
+        assert store.db.execute("UPDATE runs SET pid = ? WHERE id = 'r1'", (int(dead.stdout),)).rowcount == 1
 
 
-def test_resume_refuses_a_search_provider_other_than_the_recorded_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_resume_refuses_a_search_provider_other_than_the_recorded_one(db_url: str, monkeypatch: pytest.MonkeyPatch,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    db = tmp_path / "runs.sqlite"
-    _interrupted_run(db, "brave")
-    for name, value in {"RESEARCH_DB": str(db), "ANTHROPIC_API_KEY": "sk-ant-resume-test-key",
+    _interrupted_run(db_url, "brave")
+    for name, value in {"RESEARCH_DB": db_url, "ANTHROPIC_API_KEY": "sk-ant-resume-test-key",
                         "ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "RESEARCH_SEARCH_PROVIDER": "tavily",
                         "TAVILY_API_KEY": "tvly-resume-test-key", "RESEARCH_SEARCH_BASE_URL": "http://127.0.0.1:9"
                         }.items():
         monkeypatch.setenv(name, value)
     assert main(["resume", "r1", "--quiet"]) == 2
     assert "RESEARCH_SEARCH_PROVIDER=brave" in capsys.readouterr().err
-    with SqliteRunStore(db) as store:
+    with open_test_store(db_url) as store:
         assert store.run("r1").shown_status == "interrupted"  # type: ignore[union-attr]  # not taken over
 
 
-def test_of_two_resumes_racing_for_one_run_only_one_claims_it(tmp_path: Path) -> None:
-    db = tmp_path / "runs.sqlite"
-    _interrupted_run(db, "brave")
-    with SqliteRunStore(db) as first, SqliteRunStore(db) as second:
+def test_of_two_resumes_racing_for_one_run_only_one_claims_it(db_url: str) -> None:
+    _interrupted_run(db_url, "brave")
+    with open_test_store(db_url) as first, open_test_store(db_url) as second:
         # Both have read the row and found its process gone; then both try to take it over.
         seen_first, seen_second = first.require_run("r1"), second.require_run("r1")
         assert seen_first.shown_status == seen_second.shown_status == "interrupted"

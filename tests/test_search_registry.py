@@ -8,7 +8,7 @@ import pytest
 from pydantic import SecretStr
 
 from pipeline.config import ConfigError, SearchProviderName, Settings
-from pipeline.store.sqlite import settings_secrets
+from pipeline.store.sql import settings_secrets
 from pipeline.web.corpus import CorpusPage, build_corpus
 from pipeline.web.search.registry import PROVIDERS, make_provider, provider_entry, require_search_access
 

@@ -186,9 +186,10 @@ def test_settings_mount_the_code_pin_the_keys_and_keep_one_instance_on_sqlite(tm
 
 
 def test_a_shared_database_allows_more_instances(tmp_path: Path) -> None:
-    env = {**REQUIRED_VARS, "SECRET_RESEARCH_DB": "research-db-url:1"}
+    env = {**REQUIRED_VARS, "SECRET_RESEARCH_DB": "research-db-url:1", "CLOUD_SQL_INSTANCE": "proj:europe-west1:db"}
     code, outputs, _ = run_script(settings_script(), env, tmp_path)
     assert code == 0 and outputs["max_instances"] == "3" and "RESEARCH_DB=research-db-url:1" in outputs["secrets"]
+    assert outputs["cloudsql"] == "--add-cloudsql-instances=proj:europe-west1:db"
     code, outputs, _ = run_script(settings_script(), {**env, "CLOUD_RUN_MAX_INSTANCES": "6"}, tmp_path)
     assert code == 0 and outputs["max_instances"] == "6"
 
@@ -197,7 +198,8 @@ def test_a_shared_database_allows_more_instances(tmp_path: Path) -> None:
     ("SECRET_ANTHROPIC_API_KEY", "anthropic-api-key:latest", "with a version number (not latest)"),
     ("SECRET_TAVILY_API_KEY", "tavily", "SECRET_NAME:VERSION"),
     ("SECRET_ACCESS_CODE", "code; rm -rf /", "must be a secret name"),
-    ("CLOUD_RUN_MAX_INSTANCES", "many", "from 1 to 99")])
+    ("CLOUD_RUN_MAX_INSTANCES", "many", "from 1 to 99"),
+    ("CLOUD_SQL_INSTANCE", "proj:db --allow-unauthenticated", "PROJECT:REGION:INSTANCE")])
 def test_bad_settings_stop_the_deploy_with_an_error(tmp_path: Path, var: str, value: str, message: str) -> None:
     env = {**REQUIRED_VARS, "SECRET_RESEARCH_DB": "db:1", var: value}
     code, outputs, log = run_script(settings_script(), env, tmp_path)

@@ -1,5 +1,6 @@
 """The access code that gates live runs: from a mounted secret file or Secret Manager (checksum verified), cached, or
-from ACCESS_CODE; compared in constant time, with wrong attempts limited per visitor and in total. Fails closed."""
+from ACCESS_CODE; compared in constant time, with wrong attempts limited per visitor and in total, counted in the
+database. Fails closed."""
 from __future__ import annotations
 
 import hashlib
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.store.sqlite_tx import immediate, opened
+from pipeline.store.database import Database
 
 log = logging.getLogger(__name__)
 
@@ -276,25 +277,23 @@ class Verdict:
 
 
 class AttemptLimiter:
-    """Counts wrong codes in SQLite (shared by all sessions and reloads): at most `per_visitor` per visitor and
-    `global_limit` in all per `window` seconds; once reached, every attempt is refused without being compared."""
+    """Counts wrong codes in the database (shared by all sessions, reloads, processes and app instances): at most
+    `per_visitor` per visitor and `global_limit` in all per `window` seconds; once reached, every attempt is refused
+    without being compared."""
 
-    def __init__(self, path: Path, *, per_visitor: int = 5, global_limit: int = 50, window: float = 900.0,
+    def __init__(self, db: Database, *, per_visitor: int = 5, global_limit: int = 50, window: float = 900.0,
                  clock: Callable[[], float] = time.time):
-        self.path = Path(path)
+        self.db = db
         self.per_visitor, self.global_limit, self.window, self._clock = per_visitor, global_limit, window, clock
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with opened(self.path) as db:
-            db.execute("CREATE TABLE IF NOT EXISTS wrong_codes (visitor TEXT NOT NULL, at REAL NOT NULL)")
-            db.execute("CREATE INDEX IF NOT EXISTS wrong_codes_at ON wrong_codes (at)")
 
     def attempt(self, visitor: str, check: Callable[[], bool]) -> Verdict:
         """Runs `check` unless a limit is reached; a False result is counted against `visitor` and everyone."""
         now = self._clock()
-        with immediate(self.path) as db:  # count and record in one transaction: parallel tries cannot slip by
+        # Count and record in one transaction that serialises every attempt: parallel tries cannot slip by.
+        with self.db.transaction("verbatim-wrong-codes") as db:
             db.execute("DELETE FROM wrong_codes WHERE at <= ?", (now - self.window,))
-            mine = db.execute("SELECT COUNT(*), MIN(at) FROM wrong_codes WHERE visitor = ?", (visitor,)).fetchone()
-            total = db.execute("SELECT COUNT(*), MIN(at) FROM wrong_codes").fetchone()
+            mine = db.execute("SELECT COUNT(*), MIN(at) FROM wrong_codes WHERE visitor = ?", (visitor,)).rows[0]
+            total = db.execute("SELECT COUNT(*), MIN(at) FROM wrong_codes").rows[0]
             if mine[0] >= self.per_visitor:
                 return Verdict(False, f"Too many wrong codes from your address ({self.per_visitor} in "
                                       f"{_minutes(self.window)}). Try again in {_wait(mine[1], self.window, now)}.")

@@ -9,6 +9,7 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipeline.config import Settings
+from pipeline.store.database import is_postgres
 
 if TYPE_CHECKING:
     from ui.jobs import LiveLimits
@@ -46,22 +47,15 @@ class AppConfig(BaseSettings):
     live_max_run_usd: float = Field(2.0, gt=0, validation_alias=_env("RESEARCH_LIVE_MAX_RUN_USD"))
 
     @property
-    def db_path(self) -> Path:
-        """The run store (RESEARCH_DB)."""
-        return Path(Settings().db_path)
-
-    @property
     def state_dir(self) -> Path:
-        """The folder of the run store: live runs and the app's limits live beside it."""
-        return self.db_path.parent
+        """Where this instance keeps its live runs' files: beside a SQLite run store, else `runs/` (the app's
+        folder; with PostgreSQL the files are a local copy, and every instance reads runs from the database)."""
+        raw = Settings().db_path
+        return ROOT / "runs" if is_postgres(raw) else Path(raw).parent
 
     @property
     def live_dir(self) -> Path:
         return self.state_dir / "live"
-
-    @property
-    def limits_db(self) -> Path:
-        return self.state_dir / "app.sqlite"
 
     @property
     def live_limits(self) -> LiveLimits:

@@ -1,7 +1,7 @@
 """Live runs for the app: a job registry that runs research in background threads (never touching Streamlit), with
-progress snapshots, cancellation, and server-wide limits shared by all sessions: concurrent runs and a daily spend
-ceiling in dollars, persisted in SQLite so reloads and sessions see the same ledger. Extractive runs call no model:
-they need no model key, cost nothing and reserve nothing, but count against the concurrency limit."""
+progress snapshots, cancellation, resume of runs whose instance died, and limits shared by every session and app
+instance on the database: concurrent runs and a daily spend ceiling in dollars. Extractive runs call no model: they
+need no model key, cost nothing and reserve nothing, but count against the concurrency limit."""
 from __future__ import annotations
 
 import logging
@@ -9,36 +9,28 @@ import threading
 import time
 import traceback
 import uuid
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from pipeline.config import ConfigError, Settings
 from pipeline.core.budget import Budget
-from pipeline.core.event_types import (
-    AssignedEvent,
-    Event,
-    FetchEvent,
-    FindingEvent,
-    ModelErrorEvent,
-    ModelResponseEvent,
-    RejectedEvent,
-    SearchEvent,
-    StepEvent,
-)
 from pipeline.core.events import EventSink, FanOut
 from pipeline.core.schema import BudgetLimits, Mode, Problem, RunOptions, RunResult
+from pipeline.research import resume as resumption
 from pipeline.research.context import RunContext
 from pipeline.research.orchestrator import build_context, research
 from pipeline.research.preflight import require_run_access
-from pipeline.store.base import RunStore
+from pipeline.store.base import RunStore, StoreError
+from pipeline.store.database import Database
 from pipeline.store.files import save_run_file
 from pipeline.store.timeline import TimelineRecorder
 from ui.ledger import SpendLedger
+from ui.live_runs import INSTANCE, LiveRow, LiveRunTable, LiveStatus
+from ui.progress import LiveProgress, ProgressSink
 
 log = logging.getLogger(__name__)
 MAX_QUESTION_CHARS = 500
@@ -81,7 +73,7 @@ class LiveLimits(BaseModel):
 class Refused:
     """A live run was not started; `message` tells the visitor why and what to do."""
 
-    reason: Literal["question", "mode", "config", "concurrency", "spend", "preset"]
+    reason: Literal["question", "mode", "config", "concurrency", "spend", "preset", "resume"]
     message: str
 
 
@@ -118,76 +110,11 @@ def _run_problem(settings: Settings, mode: Mode) -> str | None:
     return None
 
 
-JobStatus = Literal["running", "finished", "failed"]
-
-
-class LiveProgress(BaseModel):
-    """What the page shows while a run works: the step, budget use against its limits, findings so far."""
-
-    job_id: str
-    run_id: str
-    question: str
-    mode: str
-    status: JobStatus
-    cancel_requested: bool = False
-    step: str = "starting"
-    searches: int = 0
-    fetches: int = 0
-    model_calls: int = 0
-    cost_usd: float = 0.0
-    limits: BudgetLimits
-    findings: int = 0
-    rejected: int = 0
-    recent: list[str] = []
-    seconds: float = 0.0
-    error: str | None = None
-
-
-class ProgressSink:
-    """An event sink for one live run: the current step, findings and rejections, and a short activity log."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.step = "starting"
-        self.finding_ids: set[str] = set()
-        self.rejected = 0
-        self.recent: deque[str] = deque(maxlen=8)
-
-    def emit(self, event: Event, *, tokens: int = 0, ms: float = 0.0) -> None:
-        with self._lock:
-            if isinstance(event, StepEvent) and event.status == "started":
-                self.step = f"{event.name} ({event.part})" if event.part else event.name
-            elif isinstance(event, FindingEvent) or (isinstance(event, AssignedEvent) and event.what == "finding"):
-                # the notebook assigns every kept finding an id; the model steps also announce theirs: count each once
-                self.finding_ids.add(event.id)
-            elif isinstance(event, RejectedEvent):
-                self.rejected += 1
-            line = _activity(event, tokens)
-            if line:
-                self.recent.append(line)
-
-    def snapshot(self) -> tuple[str, int, int, list[str]]:
-        """(step, findings, rejected, recent activity lines)."""
-        with self._lock:
-            return self.step, len(self.finding_ids), self.rejected, list(self.recent)
-
-
-def _activity(event: Event, tokens: int) -> str | None:
-    match event:
-        case SearchEvent():
-            return f"search: {event.query[:80]} ({event.count} results)"
-        case FetchEvent(cached=False):
-            return f"fetch: {event.url[:90]} ({'ok' if event.ok else event.error_kind or 'failed'})"
-        case ModelResponseEvent():
-            return f"model: {event.purpose} ({tokens:,} tokens, ${event.cost_usd:.4f})"
-        case ModelErrorEvent():
-            return f"model: {event.purpose} failed ({event.error_kind})"
-    return None
-
 
 @dataclass
 class Job:
-    """One live run and its thread; read by the page through `progress()`, never the other way round."""
+    """One live run in this process and its thread; read by the page through `progress()`, never the other way
+    round. Other instances see it through its row in the live_runs table."""
 
     id: str
     run_id: str
@@ -204,6 +131,7 @@ class Job:
     cancel_requested: bool = False
     thread: threading.Thread | None = None
     reserved: bool = False  # dollars held in the spend ledger until the run settles
+    resuming: resumption.Resumption | None = None
 
     @property
     def done(self) -> bool:
@@ -212,7 +140,7 @@ class Job:
     def progress(self, clock: Callable[[], float] = time.time) -> LiveProgress:
         used = self.budget.used() if self.budget is not None else None
         step, findings, rejected, recent = self.sink.snapshot()
-        status: JobStatus = "running" if not self.done else ("failed" if self.result is None else "finished")
+        status: LiveStatus = "running" if not self.done else ("failed" if self.result is None else "finished")
         return LiveProgress(
             job_id=self.id, run_id=self.run_id, question=self.question, mode=self.mode, status=status,
             cancel_requested=self.cancel_requested, step="done" if self.done else step,
@@ -223,30 +151,38 @@ class Job:
 
 
 ResearchFn = Callable[..., RunResult]
-ContextFn = Callable[[Settings, RunOptions, EventSink], RunContext]
+ContextFn = Callable[..., RunContext]
+ResumeFn = Callable[..., RunResult]
 
 
 class JobRegistry:
-    """All live runs of this server process; start() enforces the concurrency limit and the daily spend ceiling."""
+    """The live runs of this server process, and the shared view of every instance's: start() and resume() enforce
+    the concurrency limit and the daily spend ceiling across all instances on the database."""
 
-    def __init__(self, *, runs_dir: Path, ledger: SpendLedger, limits: LiveLimits,
+    def __init__(self, *, runs_dir: Path, db: Database, limits: LiveLimits,
                  settings: Callable[[], Settings] = Settings, store: RunStore | None = None,
                  research_fn: ResearchFn = research, context_fn: ContextFn = build_context,
-                 clock: Callable[[], float] = time.time, keep_finished: float = 3600.0):
+                 resume_fn: ResumeFn = resumption.resume, clock: Callable[[], float] = time.time,
+                 keep_finished: float = 3600.0, stale_after: float = 60.0, beat_every: float = 1.0,
+                 instance: str = INSTANCE):
         self.runs_dir = Path(runs_dir)
-        self.ledger, self.limits, self.store = ledger, limits, store
-        self._settings, self._research, self._context, self._clock = settings, research_fn, context_fn, clock
-        self._keep = keep_finished
+        self.limits, self.store = limits, store
+        self.ledger = SpendLedger(db, clock)
+        self.live = LiveRunTable(db, stale_after=stale_after, clock=clock, instance=instance)
+        self._settings, self._research, self._context, self._resume = settings, research_fn, context_fn, resume_fn
+        self._clock, self._keep, self._beat_every = clock, keep_finished, beat_every
         self._lock = threading.Lock()
         self._jobs: dict[str, Job] = {}
 
     def running(self) -> int:
-        with self._lock:
-            return sum(1 for j in self._jobs.values() if not j.done)
+        """Live runs in progress on every instance."""
+        return self.live.running()
 
     def get(self, job_id: str | None) -> Job | None:
+        """A job of this process, by its job id or its run id."""
         with self._lock:
-            return self._jobs.get(job_id or "")
+            key = job_id or ""
+            return self._jobs.get(key) or next((j for j in self._jobs.values() if j.run_id == key), None)
 
     def check_config(self, mode: Mode = "fixed") -> str | None:
         """None when a live run in `mode` can start (a model key unless extractive, the search provider's setting,
@@ -268,6 +204,16 @@ class JobRegistry:
         return Offer(("extractive",), note=NO_MODEL_KEY if _no_model_key(settings) else
                      f"Only the extractive mode can run on this server: {model_problem}")
 
+    def _busy(self, busy: int) -> Refused:
+        return Refused("concurrency", f"{busy} live run{'s are' if busy != 1 else ' is'} already in progress on this "
+                                      f"server (the limit is {self.limits.max_concurrent} at a time). Try again when "
+                                      "one has finished.")
+
+    def _spend_refused(self) -> Refused:
+        return Refused("spend", f"Today's spending limit for live runs (${self.limits.daily_usd:.2f}, shared by all "
+                                "visitors) is reached. It resets at midnight UTC; the extractive mode (no model, $0) "
+                                "can still run, and saved reports stay open to browse.")
+
     def start(self, question: str, mode: Mode, preset: str) -> Job | Refused:
         """A started job, or why not (empty question, missing keys, too many runs, today's spend reached)."""
         question = " ".join(question.split())
@@ -282,37 +228,53 @@ class JobRegistry:
         if (problem := self.check_config(mode)) is not None:
             return Refused("config", problem)
         settings = self._settings()
+        self.reap()
+        run_id = uuid.uuid4().hex[:12]
+        limits = PRESETS[preset].limits
+        if mode == "extractive":  # no model: nothing to pay for, so nothing is reserved and no ceiling applies
+            limits = limits.model_copy(update={"model_calls": 0, "input_tokens": 0, "output_tokens": 0,
+                                               "cost_usd": 0.0})
+        if (busy := self.live.add(run_id, question, mode, limits, self.limits.max_concurrent)) is not None:
+            return self._busy(busy)
+        if mode != "extractive":
+            want = min(limits.cost_usd, self.limits.max_run_usd)
+            granted = self.ledger.reserve(run_id, want, self.limits.daily_usd, self.limits.min_run_usd)
+            if granted is None:
+                self.live.remove(run_id)
+                return self._spend_refused()
+            limits = limits.model_copy(update={"cost_usd": granted})
+            self.live.set_reserved(run_id, granted)
+        job = Job(id=uuid.uuid4().hex, run_id=run_id, question=question, mode=mode, limits=limits,
+                  started=self._clock(), reserved=mode != "extractive")
+        return self._launch(job, settings)
+
+    def _launch(self, job: Job, settings: Settings) -> Job:
         with self._lock:
             self._prune()
-            busy = sum(1 for j in self._jobs.values() if not j.done)
-            if busy >= self.limits.max_concurrent:
-                return Refused("concurrency", f"{busy} live run{'s are' if busy != 1 else ' is'} already in progress "
-                                              f"on this server (the limit is {self.limits.max_concurrent} at a time). "
-                                              "Try again when one has finished.")
-            run_id = uuid.uuid4().hex[:12]
-            if mode == "extractive":  # no model: nothing to pay for, so nothing is reserved and no ceiling applies
-                limits = PRESETS[preset].limits.model_copy(update={
-                    "model_calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0})
-            else:
-                want = min(PRESETS[preset].limits.cost_usd, self.limits.max_run_usd)
-                granted = self.ledger.reserve(run_id, want, self.limits.daily_usd, self.limits.min_run_usd)
-                if granted is None:
-                    return Refused("spend", f"Today's spending limit for live runs (${self.limits.daily_usd:.2f}, "
-                                            "shared by all visitors) is reached. It resets at midnight UTC; the "
-                                            "extractive mode (no model, $0) can still run, and saved reports stay "
-                                            "open to browse.")
-                limits = PRESETS[preset].limits.model_copy(update={"cost_usd": granted})
-            job = Job(id=uuid.uuid4().hex, run_id=run_id, question=question, mode=mode, limits=limits,
-                      started=self._clock(), reserved=mode != "extractive")
             self._jobs[job.id] = job
-        job.thread = threading.Thread(target=self._run, args=(job, settings), name=f"live-{run_id}", daemon=True)
+        job.thread = threading.Thread(target=self._run, args=(job, settings), name=f"live-{job.run_id}", daemon=True)
         job.thread.start()
+        threading.Thread(target=self._beat, args=(job,), name=f"live-beat-{job.run_id}", daemon=True).start()
         return job
 
-    def cancel(self, job_id: str) -> bool:
-        """Ask a running job to stop: its budget refuses every further call, so the steps wind down."""
-        job = self.get(job_id)
-        if job is None or job.done:
+    def _beat(self, job: Job) -> None:
+        """Every `beat_every` seconds while the job runs: its heartbeat and progress for the other instances, and a
+        cancel asked for on any of them."""
+        while not job.done:
+            try:
+                if self.live.beat(job.run_id, job.progress(self._clock).model_dump_json()) and not job.done:
+                    self.cancel(job.id)
+            except StoreError as e:  # the database is away: the run goes on; the next beat tries again
+                log.warning("live run %s: heartbeat not written: %s", job.run_id, e)
+            time.sleep(self._beat_every)
+
+    def cancel(self, ident: str) -> bool:
+        """Ask a running run to stop, by job id or run id: its budget refuses every further call, so the steps wind
+        down. A run on another instance is asked through the database, and stops with that instance's next beat."""
+        job = self.get(ident)
+        if job is None:
+            return self.live.request_cancel(ident)
+        if job.done:
             return False
         job.cancel_requested = True
         if job.budget is not None:
@@ -320,18 +282,21 @@ class JobRegistry:
         return True
 
     def _run(self, job: Job, settings: Settings) -> None:
-        def context(s: Settings, o: RunOptions, e: EventSink) -> RunContext:
-            ctx = self._context(s, o, e)
+        def context(s: Settings, o: RunOptions, e: EventSink, **kw: Any) -> RunContext:
+            ctx = self._context(s, o, e, **kw)
             job.budget = ctx.budget
             if job.cancel_requested:  # cancelled before the budget existed
                 ctx.budget.cancel()
             return ctx
 
         try:
-            recording = {"store": self.store} if self.store is not None else {}
-            result = self._research(job.question, settings, options=RunOptions(mode=job.mode, limits=job.limits),
-                                    events=FanOut(job.sink, job.timeline), run_id=job.run_id, context=context,
-                                    **recording)
+            events = FanOut(job.sink, job.timeline)
+            if job.resuming is not None:
+                result = self._resume(self.store, job.resuming, events=events, context=context)
+            else:
+                recording = {"store": self.store} if self.store is not None else {}
+                result = self._research(job.question, settings, options=RunOptions(mode=job.mode, limits=job.limits),
+                                        events=events, run_id=job.run_id, context=context, **recording)
             # research() marks a run whose budget it saw cancelled; a cancel after that is marked here, once
             if job.cancel_requested and not any(p.kind == "cancelled" for p in result.problems):
                 result = result.model_copy(update={
@@ -347,9 +312,96 @@ class JobRegistry:
             spent = job.budget.used().cost_usd if job.budget is not None else 0.0
             try:
                 if job.reserved:
-                    self.ledger.settle(job.run_id, spent)
+                    self.ledger.settle_run(job.run_id, spent)
             finally:
                 job.finished = self._clock()
+                try:
+                    self.live.finish(job.run_id, "finished" if job.result is not None else "failed",
+                                     job.progress(self._clock).model_dump_json(), job.error)
+                except StoreError as e:
+                    log.error("live run %s: its end was not written: %s", job.run_id, e)
+
+    # -- every instance's runs, read from the database ------------------------------------------------------------
+    def progress(self, run_id: str) -> LiveProgress | None:
+        """The run's progress: this process's own job, else the last snapshot its instance wrote."""
+        job = self.get(run_id)
+        if job is not None:
+            return job.progress(self._clock)
+        row = self.live.get(run_id)
+        if row is None:
+            return None
+        if row.progress:
+            snapshot = LiveProgress.model_validate_json(row.progress)
+        else:
+            snapshot = LiveProgress(job_id="", run_id=row.run_id, question=row.question, mode=row.mode,
+                                    status="running", limits=row.limits)
+        update: dict[str, Any] = {"status": row.status, "error": row.error}
+        if row.status == "running":
+            update["seconds"] = round(self._clock() - row.started, 1)
+            update["cancel_requested"] = snapshot.cancel_requested or row.cancel
+        return snapshot.model_copy(update=update)
+
+    def result(self, run_id: str) -> RunResult | None:
+        """The finished run's RunResult, from this process or the run store."""
+        job = self.get(run_id)
+        if job is not None and job.result is not None:
+            return job.result
+        return self.store.result(run_id) if self.store is not None else None
+
+    def _spent(self, row: LiveRow) -> float:
+        """What a run has spent so far: its recorded model calls, else its last progress snapshot."""
+        if self.store is not None:
+            calls = self.store.events(row.run_id, ["model_response"])
+            return round(sum(float(e.payload.get("cost_usd") or 0.0) for e in calls), 6)
+        return LiveProgress.model_validate_json(row.progress).cost_usd if row.progress else 0.0
+
+    def reap(self) -> None:
+        """Mark the runs of instances gone silent as interrupted, once each, and release their spend reservations
+        down to what they had spent."""
+        for row in self.live.stale():
+            if self.live.mark_interrupted(row.run_id):
+                self.ledger.settle_run(row.run_id, self._spent(row))
+                log.warning("live run %s: its instance %s stopped beating; marked interrupted", row.run_id,
+                            row.instance)
+
+    def interrupted(self) -> list[LiveRow]:
+        """Runs whose instance died before they finished: a visitor with the code may resume them."""
+        self.reap()
+        return self.live.interrupted()
+
+    def resume(self, run_id: str) -> Job | Refused:
+        """Resume an interrupted run on this instance: no finished call repeated, the rest run anew on a fresh
+        reservation of what its budget has left."""
+        if self.store is None:
+            return Refused("resume", "This server records no runs, so none can be resumed.")
+        self.reap()
+        row = self.live.get(run_id)
+        if row is None or row.status != "interrupted":
+            return Refused("resume", "That run is not interrupted: it finished, or another visitor resumed it.")
+        settings = self._settings()
+        try:
+            ready = resumption.prepare(self.store, run_id, settings)
+        except (resumption.NotResumable, ConfigError, StoreError) as e:
+            return Refused("resume", f"That run cannot be resumed: {e}")
+        if (busy := self.live.take_over(run_id, self.limits.max_concurrent)) is not None:
+            if busy < 0:
+                return Refused("resume", "Another visitor resumed that run first.")
+            return self._busy(busy)
+        limits = ready.row.run_options.limits
+        reserved = row.mode != "extractive"
+        if reserved:
+            left = round(max(0.0, limits.cost_usd - self._spent(row)), 6)
+            # All of what the run's budget has left, or nothing: the resumed run keeps its recorded budget.
+            want = min(left, self.limits.max_run_usd)
+            granted = self.ledger.reserve(f"{run_id}+{uuid.uuid4().hex[:8]}", want, self.limits.daily_usd,
+                                          max(want, self.limits.min_run_usd))
+            if granted is None:
+                self.live.give_back(run_id)
+                return self._spend_refused()
+            self.live.set_reserved(run_id, granted)
+        job = Job(id=uuid.uuid4().hex, run_id=run_id, question=row.question, mode=ready.row.run_options.mode,
+                  limits=limits, started=self._clock(), reserved=reserved, resuming=ready)
+        return self._launch(job, ready.settings)
 
     def _prune(self) -> None:
         now = self._clock()

@@ -1,13 +1,14 @@
-"""The live runs' spend ledger: today's dollars (UTC day) in SQLite, shared by every session and process."""
+"""The live runs' spend ledger: today's dollars (UTC day) in the database, shared by every session, process and app
+instance on it (RESEARCH_DB)."""
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 
-from pipeline.store.sqlite_tx import immediate, opened
+from pipeline.store.database import Database, Transaction
+
+LOCK = "verbatim-spend"
 
 
 def utc_day(ts: float) -> str:
@@ -15,39 +16,51 @@ def utc_day(ts: float) -> str:
 
 
 class SpendLedger:
-    """Today's live-run dollars (UTC day) in SQLite: a run reserves its cap before it starts, settles to real cost."""
+    """Today's live-run dollars (UTC day): a run reserves its cap before it starts, and settles to its real cost.
 
-    def __init__(self, path: Path, clock: Callable[[], float] = time.time):
-        self.path = Path(path)
-        self._clock = clock
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with opened(self.path) as db:
-            db.execute("CREATE TABLE IF NOT EXISTS live_spend (run_id TEXT PRIMARY KEY, day TEXT NOT NULL, "
-                       "reserved REAL NOT NULL, spent REAL, finished INTEGER NOT NULL DEFAULT 0)")
+    Reservations are made in a transaction that serialises every reserver on the database (SQLite's write lock, a
+    PostgreSQL advisory lock), so parallel reservations from any number of instances never pass the ceiling.
+    """
+
+    def __init__(self, db: Database, clock: Callable[[], float] = time.time):
+        self.db, self._clock = db, clock
 
     @staticmethod
-    def _total(db: sqlite3.Connection, day: str) -> float:
-        # A run still in flight counts at its full cap (a crashed one too: the ceiling errs on the safe side).
-        row = db.execute("SELECT COALESCE(SUM(CASE WHEN finished THEN spent ELSE reserved END), 0) "
-                         "FROM live_spend WHERE day = ?", (day,)).fetchone()
-        return float(row[0])
+    def _total(tx: Transaction | Database, day: str) -> float:
+        # A run still in flight counts at its full cap (a crashed one too, until it is released).
+        rows = tx.execute("SELECT COALESCE(SUM(CASE WHEN finished = 1 THEN spent ELSE reserved END), 0) "
+                          "FROM live_spend WHERE day = ?", (day,)).rows
+        return float(rows[0][0])
 
     def today(self) -> float:
         """Dollars spent or reserved today."""
-        with opened(self.path) as db:
-            return self._total(db, utc_day(self._clock()))
+        return self._total(self.db, utc_day(self._clock()))
 
-    def reserve(self, run_id: str, want: float, ceiling: float, minimum: float) -> float | None:
-        """Reserve up to `want` dollars within today's `ceiling`: the amount granted, or None when under `minimum`."""
-        with immediate(self.path) as db:
+    def reserve(self, key: str, want: float, ceiling: float, minimum: float) -> float | None:
+        """Reserve up to `want` dollars within today's `ceiling` under `key` (a run id, or a resumed run's own key):
+        the amount granted, or None when under `minimum`."""
+        with self.db.transaction(LOCK) as tx:
             day = utc_day(self._clock())
-            grant = round(min(want, ceiling - self._total(db, day)), 6)
+            grant = round(min(want, ceiling - self._total(tx, day)), 6)
             if grant < minimum:
                 return None
-            db.execute("INSERT INTO live_spend (run_id, day, reserved) VALUES (?, ?, ?)", (run_id, day, grant))
+            tx.execute("INSERT INTO live_spend (run_id, day, reserved) VALUES (?, ?, ?)", (key, day, grant))
             return grant
 
-    def settle(self, run_id: str, spent: float) -> None:
-        """Replace a run's reservation by what it really spent."""
-        with opened(self.path) as db:
-            db.execute("UPDATE live_spend SET spent = ?, finished = 1 WHERE run_id = ?", (spent, run_id))
+    def settle(self, key: str, spent: float) -> None:
+        """Replace a reservation by what was really spent (a run whose process died is released the same way)."""
+        self.db.execute("UPDATE live_spend SET spent = ?, finished = 1 WHERE run_id = ?", (spent, key))
+
+    def settle_run(self, run_id: str, spent_total: float) -> None:
+        """Settle every open reservation of a run (its first, and any a resume made) so that the run's dollars for
+        the day add up to `spent_total`, what it spent in all."""
+        with self.db.transaction(LOCK) as tx:
+            keys = (run_id, f"{run_id}+%")
+            settled = tx.execute("SELECT COALESCE(SUM(spent), 0) FROM live_spend WHERE (run_id = ? OR run_id LIKE ?) "
+                                 "AND finished = 1", keys).rows[0][0]
+            open_keys = [r[0] for r in tx.execute("SELECT run_id FROM live_spend WHERE (run_id = ? OR run_id LIKE ?) "
+                                                  "AND finished = 0 ORDER BY run_id", keys).rows]
+            left = max(0.0, spent_total - float(settled))
+            for i, key in enumerate(open_keys):  # the remainder goes to the first; the others close at zero
+                tx.execute("UPDATE live_spend SET spent = ?, finished = 1 WHERE run_id = ?", (left if i == 0 else 0.0,
+                                                                                                key))

@@ -2,6 +2,7 @@
 code source and the attempt limiter. Keyed by their configuration, so a changed setting gets a fresh object."""
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,8 +11,9 @@ from pydantic import ValidationError
 
 from pipeline.config import Settings
 from pipeline.core.schema import RunResult
-from pipeline.store import open_store, store_exists
-from pipeline.store.base import RunStore
+from pipeline.store import migrated_database, open_store, store_exists
+from pipeline.store.base import RunStore, StoreError
+from pipeline.store.database import Database
 from pipeline.store.files import RUN_ID, load_run_file
 from pipeline.store.timeline import Timeline, load_timeline
 from ui.access import (
@@ -30,6 +32,8 @@ from .config import AppConfig, env_problem
 
 if TYPE_CHECKING:
     from ui.jobs import JobRegistry
+
+log = logging.getLogger(__name__)
 
 
 def config() -> AppConfig:
@@ -54,29 +58,52 @@ def library(cfg: AppConfig) -> RunLibrary:
 
 
 @st.cache_resource(show_spinner=False)
-def _store(where: str) -> RunStore:
-    return open_store(Settings().model_copy(update={"db_path": where}))
-
-
-def store(cfg: AppConfig, *, create: bool = False) -> RunStore | None:
-    """The run store (RESEARCH_DB), one per process; None when it does not exist and `create` is False."""
-    settings = Settings()
-    return _store(settings.db_path) if create or store_exists(settings) else None
+def _database(where: str) -> Database:
+    # One per process: its SQLite connection or PostgreSQL pool serves the store, the ledgers and the live runs.
+    return migrated_database(where)
 
 
 @st.cache_resource(show_spinner=False)
-def _registry(live_dir: str, limits_db: str, limits_json: str, db_path: str) -> JobRegistry:
+def _store(where: str, stale_after: float) -> RunStore:
+    settings = Settings().model_copy(update={"db_path": where, "heartbeat_stale": stale_after})
+    return open_store(settings, db=_database(where))
+
+
+def database() -> Database:
+    """The database (RESEARCH_DB), opened once per process; StoreError when it cannot be used."""
+    return _database(Settings().db_path)
+
+
+def store(cfg: AppConfig, *, create: bool = False) -> RunStore | None:
+    """The run store (RESEARCH_DB), one per process; None when it does not exist and `create` is False, or when the
+    database cannot be reached (the public pages then show what the saved files hold)."""
+    settings = Settings()
+    if not (create or store_exists(settings)):
+        return None
+    try:
+        return _store(settings.db_path, settings.heartbeat_stale)
+    except StoreError as e:
+        if create:
+            raise
+        log.warning("run store unavailable: %s", e)
+        return None
+
+
+@st.cache_resource(show_spinner=False)
+def _registry(live_dir: str, limits_json: str, db_path: str, stale_after: float) -> JobRegistry:
     # Imported here: the public pages never load the live-run stack (model client, fetcher, extraction).
     from ui.jobs import JobRegistry, LiveLimits
-    from ui.ledger import SpendLedger
 
-    return JobRegistry(runs_dir=Path(live_dir), ledger=SpendLedger(Path(limits_db)),
-                       limits=LiveLimits.model_validate_json(limits_json), store=_store(db_path))
+    return JobRegistry(runs_dir=Path(live_dir), db=_database(db_path),
+                       limits=LiveLimits.model_validate_json(limits_json), store=_store(db_path, stale_after),
+                       stale_after=stale_after)
 
 
 def registry(cfg: AppConfig) -> JobRegistry:
-    return _registry(str(cfg.live_dir.resolve()), str(cfg.limits_db.resolve()), cfg.live_limits.model_dump_json(),
-                     Settings().db_path)
+    """The live-run registry; StoreError when the database cannot be used."""
+    settings = Settings()
+    return _registry(str(cfg.live_dir.resolve()), cfg.live_limits.model_dump_json(), settings.db_path,
+                     settings.heartbeat_stale)
 
 
 @st.cache_resource(show_spinner=False)
@@ -102,13 +129,23 @@ def access(cfg: AppConfig) -> AccessState:
 
 
 @st.cache_resource(show_spinner=False)
-def _limiter(path: str, per_visitor: int, global_limit: int, window: float) -> AttemptLimiter:
-    return AttemptLimiter(Path(path), per_visitor=per_visitor, global_limit=global_limit, window=window)
+def _limiter(db_path: str, per_visitor: int, global_limit: int, window: float) -> AttemptLimiter:
+    return AttemptLimiter(_database(db_path), per_visitor=per_visitor, global_limit=global_limit, window=window)
 
 
 def limiter(cfg: AppConfig) -> AttemptLimiter:
-    return _limiter(str(cfg.limits_db.resolve()), cfg.access_max_attempts, cfg.access_global_attempts,
+    """The wrong-code counter; StoreError when the database cannot be used."""
+    return _limiter(Settings().db_path, cfg.access_max_attempts, cfg.access_global_attempts,
                     cfg.access_window_seconds)
+
+
+def run_status(cfg: AppConfig, run_id: str) -> str | None:
+    """A recorded run's status as shown (running, interrupted, complete, ...), or None when the store lacks it."""
+    if not RUN_ID.match(run_id):
+        return None
+    runs = store(cfg)
+    row = runs.run(run_id) if runs is not None else None
+    return row.shown_status if row is not None else None
 
 
 def find_run(cfg: AppConfig, run_id: str) -> tuple[RunResult, Timeline] | None:

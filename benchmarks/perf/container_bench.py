@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import resource
 import shutil
@@ -30,11 +31,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.perf import browser  # noqa: E402
 from benchmarks.perf.procstat import memory_kb  # noqa: E402
 from tests.fakes.docker_build import lay_out, run_image, stop  # noqa: E402
 
 BASE_IMAGE_MB = 125  # python:3.11-slim-bookworm unpacked (Docker Hub lists about 45 MB compressed)
-CHROMIUM = "/usr/bin/chromium"
 
 
 def _mb(path: Path) -> float:
@@ -42,8 +43,10 @@ def _mb(path: Path) -> float:
 
 
 def make_venv(venv: Path) -> float:
-    """The builder stage: a virtualenv of the runtime lock; seconds taken (0 when it was already there)."""
-    if (venv / ".complete").exists():
+    """The builder stage: a virtualenv of the runtime lock; seconds taken (0 when one of this lock was there)."""
+    lock = (ROOT / "requirements-runtime.lock").read_bytes()
+    stamp = venv / ".complete"
+    if stamp.exists() and stamp.read_text() == hashlib.sha256(lock).hexdigest():
         return 0.0
     shutil.rmtree(venv, ignore_errors=True)
     started = time.monotonic()
@@ -52,30 +55,22 @@ def make_venv(venv: Path) -> float:
     subprocess.run([*pip, "install", "--quiet", "--no-deps", "--no-cache-dir", "--requirement",
                     str(ROOT / "requirements-runtime.lock")], check=True)
     subprocess.run([*pip, "check"], check=True)
-    (venv / ".complete").touch()
+    stamp.write_text(hashlib.sha256(lock).hexdigest())
     return time.monotonic() - started
 
 
 def browse(url: str, app: Path) -> float:
     """The Benchmarks page, then one saved report, in headless Chromium; seconds until the Benchmarks page showed."""
-    from playwright.sync_api import sync_playwright
-
     runs = sorted(p for p in (app / "benchmark_runs").rglob("*.json")
                   if not p.name.endswith(".timeline.json") and p.name != "summary.json")
     one = json.loads(runs[0].read_text(encoding="utf-8"))
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
-        page = browser.new_page()
-        page.set_default_timeout(60_000)
+    with browser.page() as page:
         started = time.monotonic()
         page.goto(url + "/")
         page.get_by_text(f"{len(runs)} of {len(runs)} runs shown.").wait_for()
         first_page = time.monotonic() - started
         page.goto(f"{url}/report?run={one['run_id']}")
         page.get_by_text(one["question"]).first.wait_for()
-        browser.close()
     return first_page
 
 
@@ -117,7 +112,7 @@ def main() -> None:
         print(f"start to healthy (/_stcore/health): median {statistics.median(starts):.2f} s, "
               f"max {max(starts):.2f} s over {len(starts)} starts")
         idle = memory_kb(started.proc.pid)
-        if Path(CHROMIUM).exists():
+        if browser.available():
             first_page = browse(started.url, app)
             loaded = memory_kb(started.proc.pid)
             print(f"first visit: the Benchmarks page showed {first_page:.2f} s after it was requested")

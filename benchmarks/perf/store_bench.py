@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from pipeline.config import Settings  # noqa: E402
 from pipeline.core.schema import BudgetLimits, RunOptions, RunResult  # noqa: E402
 from pipeline.research.orchestrator import research  # noqa: E402
-from pipeline.store.sqlite import SqliteRunStore, StoredEvent  # noqa: E402
+from pipeline.store.sql import SqliteRunStore, StoredEvent  # noqa: E402
 from pipeline.web.corpus import corpus_from_extraction_set  # noqa: E402
 from tests.fakes.anthropic_api import FakeAnthropic  # noqa: E402
 from tests.fakes.research_brain import ResearchBrain  # noqa: E402

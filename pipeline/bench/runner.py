@@ -29,7 +29,7 @@ from pipeline.research.prompts import version as prompt_version
 from pipeline.store import open_store, store_exists
 from pipeline.store.base import RunStore
 from pipeline.store.files import TIMELINE_SUFFIX, read_run_file, save_run_file
-from pipeline.store.sqlite import settings_secrets
+from pipeline.store.sql import settings_secrets
 from pipeline.store.timeline import TimelineEntry, TimelineRecorder
 
 ROOT = SHIPPED_CORPORA.parents[1]

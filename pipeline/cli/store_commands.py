@@ -7,14 +7,14 @@ import sys
 import unicodedata
 from pathlib import Path
 
-from pipeline.cli.commands import EXIT_FAILED, EXIT_OK, check_json_path, print_outcome, require_run_access
+from pipeline.cli.commands import EXIT_FAILED, EXIT_OK, check_json_path, print_outcome
 from pipeline.cli.progress import StderrProgress
-from pipeline.config import ConfigError, Settings
+from pipeline.config import Settings
 from pipeline.core.schema import RunResult
 from pipeline.replay.tape import Tape, TapeMode
+from pipeline.research import resume as resumption
 from pipeline.research.orchestrator import new_run_id, research
 from pipeline.store import open_store, store_exists
-from pipeline.store.base import RUNNING, RunRow
 
 
 def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
@@ -42,12 +42,6 @@ def _printable(text: str) -> str:
     return "".join(c for c in text if unicodedata.category(c) not in ("Cc", "Cf"))
 
 
-def _recorded_models(settings: Settings, row: RunRow) -> Settings:
-    """Settings with the run's own model ids: recorded answers belong to those models."""
-    update = {k: row.models[k] for k in ("lead", "worker") if row.models.get(k)}
-    return settings.model_copy(update={f"{k}_model": v for k, v in update.items()})
-
-
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     check_json_path(args.json)
     with open_store(settings, must_exist=True) as store:
@@ -56,7 +50,7 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
         if args.live_model:
             settings.require_model_access()  # the model is live: the environment's key and model ids
         else:
-            settings = _recorded_models(settings, row)
+            settings = resumption.recorded_models(settings, row)
         tape = Tape.from_store(store, row.id, mode)
         run_id = new_run_id()
         how = "searches and fetches from the store, live model" if args.live_model else "offline, from the store"
@@ -85,29 +79,17 @@ def compare_results(a: RunResult, b: RunResult) -> list[str]:
 def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
     check_json_path(args.json)
     with open_store(settings, must_exist=True) as store:
-        row = store.require_run(args.run_id)
-        if row.status != RUNNING:
-            print(f"research: run {row.id} already finished ({row.status}); nothing to resume. Export it with: "
-                  f"python -m pipeline export {row.id} PATH", file=sys.stderr)
+        try:
+            ready = resumption.prepare(store, args.run_id, settings)
+        except resumption.NotResumable as e:
+            print(f"research: {e}", file=sys.stderr)
             return EXIT_FAILED
-        if row.shown_status == RUNNING:
-            print(f"research: run {row.id} is still running (process {row.pid} on {row.host}); stop it first, "
-                  "or wait for it to finish", file=sys.stderr)
-            return EXIT_FAILED
-        tape = Tape.from_store(store, row.id, TapeMode.RESUME)
-        if tape.provider and tape.provider != settings.search_provider:  # recorded searches belong to it
-            raise ConfigError(f"run {row.id} searched with {tape.provider}; resume it with "
-                              f"RESEARCH_SEARCH_PROVIDER={tape.provider} (and that provider's key or URL)")
-        settings = _recorded_models(settings, row)
-        require_run_access(settings, row.run_options.mode)
-        store.claim(row)
-        checkpoint = store.checkpoint(row.id)
+        checkpoint = store.checkpoint(ready.row.id)
         where = f"after {checkpoint.after}" if checkpoint else "from the start (no step had finished)"
-        print(f"research: resuming run {row.id} {where}; recorded calls are reused, not repeated",
+        print(f"research: resuming run {ready.row.id} {where}; recorded calls are reused, not repeated",
               file=sys.stderr, flush=True)
-        result = research(row.question, settings, options=row.run_options, run_id=row.id, store=store, tape=tape,
-                          events=StderrProgress(quiet=args.quiet))
-    summary = tape.summary()
+        result = resumption.resume(store, ready, events=StderrProgress(quiet=args.quiet))
+    summary = ready.tape.summary()
     print(f"research: {summary['served']} recorded calls reused, {summary['missed']} made now", file=sys.stderr)
     return print_outcome(result, args.json, verb=" (resumed)")
 

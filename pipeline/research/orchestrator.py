@@ -26,7 +26,7 @@ from pipeline.research.flows import SoFar, extractive_flow, model_flow
 from pipeline.research.prompts import version as prompt_version
 from pipeline.research.steps.analyse import Analysis
 from pipeline.store.base import RunRecorder, RunStore
-from pipeline.store.sqlite import settings_secrets
+from pipeline.store.sql import settings_secrets
 from pipeline.web.corpus import Corpus
 from pipeline.web.fetch import Fetcher, PageLoader, WebPages
 from pipeline.web.search.anthropic import AnthropicWebSearch

@@ -2,12 +2,14 @@
 
 A run store keeps every run (its row: question, options, status, usage, the RunResult when finished) and every event
 of it in order, as the kind and the JSON payload the event wrote; `StoredEvent.event()` reads one back as its typed
-model. The SQLite store (sqlite.py) is today's only implementation; `pipeline.store.open_store` picks it.
+model. The SQL store (sql.py) implements it on SQLite or PostgreSQL; `pipeline.store.open_store` picks by
+RESEARCH_DB.
 """
 from __future__ import annotations
 
 import os
 import platform
+import time
 from collections.abc import Iterable
 from typing import Any, Protocol, Self
 
@@ -18,6 +20,8 @@ from pipeline.core.schema import BudgetLimits, RunOptions, RunResult, Usage
 
 RUNNING = "running"
 INTERRUPTED = "interrupted"  # shown, never stored: a running row whose process is gone
+# Seconds without a heartbeat after which a running run's process is taken for dead (RESEARCH_HEARTBEAT_STALE).
+HEARTBEAT_STALE = 60.0
 
 
 class StoreError(RuntimeError):
@@ -42,13 +46,13 @@ class RunRow(BaseModel):
     host: str | None
     usage: Usage | None
     cost_usd: float
+    heartbeat: float | None = None
+    stale_after: float = HEARTBEAT_STALE
 
     @property
     def shown_status(self) -> str:
-        """The status, with a running row whose process is gone (on this host) shown as "interrupted"."""
-        if self.status == RUNNING and not process_alive(self.pid, self.host):
-            return INTERRUPTED
-        return self.status
+        """The status, with a running row whose process is gone shown as "interrupted"."""
+        return shown_status(self.status, self.pid, self.host, self.heartbeat, self.stale_after)
 
     @property
     def run_options(self) -> RunOptions:
@@ -85,6 +89,20 @@ class StoredEvent(BaseModel):
 def this_host() -> str:
     """This machine's name, as a run row records its owner (the kernel's node name, which gethostname reads too)."""
     return platform.node()
+
+
+def shown_status(status: str, pid: int | None, host: str | None, heartbeat: float | None,
+                 stale_after: float = HEARTBEAT_STALE, now: float | None = None) -> str:
+    """A run's status as shown: "interrupted" for a running row whose heartbeat is stale (any host), or, for a row
+    written before heartbeats, whose process is gone."""
+    if status != RUNNING:
+        return status
+    if heartbeat is not None:
+        fresh = (now if now is not None else time.time()) - heartbeat <= stale_after
+        # On this host a dead process is known at once; elsewhere only its silence tells.
+        alive = fresh and (host != this_host() or process_alive(pid, host))
+        return RUNNING if alive else INTERRUPTED
+    return RUNNING if process_alive(pid, host) else INTERRUPTED
 
 
 def process_alive(pid: int | None, host: str | None) -> bool:

@@ -1,21 +1,25 @@
-"""Live research (gated): unlock with the access code, ask a question, watch the run, read the report.
+"""Live research (gated): unlock with the access code, ask a question, watch the run, read the report; resume a
+run whose server instance stopped.
 
 The run itself happens in a background thread of the job registry (ui/jobs.py), which never calls st.*; this page
-only reads its progress, polled by a fragment. The unlocked state lives in this session only, never the URL. Without a
-model key only the extractive mode (no model) is offered.
+only reads its progress from the database, polled by a fragment, so any instance can show it. The unlocked state
+lives in this session only, never the URL; the run's id is in the URL (`?run=`), so a reload finds it again. Without
+a model key only the extractive mode (no model) is offered.
 """
 from __future__ import annotations
 
 import streamlit as st
 
+from pipeline.store.base import StoreError
 from pipeline.store.timeline import load_timeline
 from ui.access import code_matches, reveals_code, visitor_id
 from ui.components import md_text, show_report
 from ui.jobs import MODES, PRESETS, Job, JobRegistry, preset_label
 from ui.library import mode_label
-from ui.state import access, config, limiter, registry
+from ui.progress import LiveProgress
+from ui.state import access, config, limiter, registry, store
 
-UNLOCKED, JOB = "live_unlocked", "live_job"
+UNLOCKED, RUN = "live_unlocked", "run"
 
 cfg = config()
 st.title("Live research")
@@ -32,23 +36,30 @@ if not st.session_state.get(UNLOCKED):
         submitted = st.form_submit_button("Unlock", icon=":material/lock_open:")
     if submitted:
         visitor = visitor_id(st.context.headers.to_dict(), st.context.ip_address, cfg.trusted_proxies)
-        verdict = limiter(cfg).attempt(visitor, lambda: code_matches(code or "", state))
+        try:
+            verdict = limiter(cfg).attempt(visitor, lambda: code_matches(code or "", state))
+        except StoreError as e:
+            st.error(md_text(f"Live runs are unavailable: {e}"), icon=":material/error:")
+            st.stop()
         if verdict.ok:
             st.session_state[UNLOCKED] = True
             st.rerun()
         st.error(md_text(verdict.message), icon=":material/block:")
     st.stop()
 
-jobs: JobRegistry = registry(cfg)
-limits = jobs.limits
-st.caption(f"Server limits: {jobs.running()} of {limits.max_concurrent} live runs in progress; "
-           f"\\${jobs.ledger.today():.2f} of \\${limits.daily_usd:.2f} spent or reserved today (UTC), shared by all "
-           "visitors.")
+try:
+    jobs: JobRegistry = registry(cfg)
+    limits = jobs.limits
+    st.caption(f"Server limits: {jobs.running()} of {limits.max_concurrent} live runs in progress; "
+               f"\\${jobs.ledger.today():.2f} of \\${limits.daily_usd:.2f} spent or reserved today (UTC), shared by "
+               "all visitors.")
+except StoreError as e:  # the database is down or misconfigured: saved reports stay readable elsewhere
+    st.error(md_text(f"Live runs are unavailable: {e}"), icon=":material/error:")
+    st.stop()
 
 
-def progress_view(job: Job) -> None:
+def progress_view(p: LiveProgress) -> None:
     """Budget use against the limits, findings so far, recent activity, and a cancel button."""
-    p = job.progress()
     st.markdown(f"**Question:** {md_text(p.question)}  \n**Mode:** {md_text(mode_label(p.mode))} · "
                 f"**Step:** {md_text(p.step)} · {p.seconds:.0f} s")
     lim = p.limits
@@ -71,40 +82,68 @@ def progress_view(job: Job) -> None:
     if p.cancel_requested:
         st.info("Cancelling: the run is finishing the call it is in, then it stops and keeps what it gathered.")
     elif st.button("Cancel run", icon=":material/stop_circle:", key="cancel"):
-        jobs.cancel(job.id)
+        jobs.cancel(p.run_id)
         st.rerun(scope="fragment")
 
 
 @st.fragment(run_every=1.0)
-def progress_panel(job_id: str) -> None:
-    job = jobs.get(job_id)
-    if job is None or job.done:
-        st.rerun()  # the whole page then shows the finished run
-    progress_view(job)
+def progress_panel(run_id: str) -> None:
+    p = jobs.progress(run_id)
+    if p is None or p.status != "running":
+        st.rerun()  # the whole page then shows the finished (or interrupted) run
+    else:
+        progress_view(p)
 
 
-job = jobs.get(st.session_state.get(JOB))
-if job is not None and not job.done:
+def resume_button(run_id: str, key: str) -> None:
+    if st.button("Resume", icon=":material/play_arrow:", key=key,
+                 help="Continue on this server: finished calls are reused from the record, not repeated or paid "
+                      "again; a fresh spend reservation covers what the run's budget has left."):
+        outcome = jobs.resume(run_id)
+        if isinstance(outcome, Job):
+            st.query_params[RUN] = run_id
+            st.rerun()
+        st.error(md_text(outcome.message), icon=":material/block:")
+
+
+run_id = st.query_params.get(RUN)
+shown = jobs.progress(run_id) if run_id else None
+if shown is not None and shown.status == "running":
     st.subheader("Running")
-    progress_panel(job.id)
+    progress_panel(shown.run_id)
     st.stop()
 
-if job is not None and job.done:
-    if job.result is None:
-        st.error(md_text(job.error or "The run stopped without a result."), icon=":material/error:")
+if shown is not None:
+    rr = jobs.result(shown.run_id)
+    if shown.status == "interrupted":
+        st.warning(md_text(f"This run stopped when its server instance did ({shown.step}, {shown.findings} findings "
+                           "so far). Everything it had done is recorded."), icon=":material/pause_circle:")
+        resume_button(shown.run_id, "resume_shown")
+    elif rr is None:
+        st.error(md_text(shown.error or "The run stopped without a result."), icon=":material/error:")
     else:
-        rr = job.result
         n = len(rr.findings)
         cost = "no model, \\$0" if rr.mode == "extractive" else f"\\${rr.usage.cost_usd:.4f}"
         st.success(f"Finished: {rr.status}, {n} finding{'s' if n != 1 else ''}, {cost}.",
                    icon=":material/check_circle:")
         st.page_link("ui/pages/report.py", label="Open in the report view (shareable link)",
                      icon=":material/article:", query_params={"run": rr.run_id})
-        show_report(rr, load_timeline(rr, cfg.live_dir), key="live")
+        show_report(rr, load_timeline(rr, cfg.live_dir, store(cfg)), key="live")
     if st.button("Ask another question", icon=":material/add:"):
-        st.session_state.pop(JOB, None)
+        st.query_params.pop(RUN, None)
         st.rerun()
     st.stop()
+
+stopped = jobs.interrupted()
+if stopped:
+    with st.expander(f"Interrupted runs ({len(stopped)})", icon=":material/pause_circle:", expanded=True):
+        st.caption("These runs stopped when their server instance did. Resuming one continues it here without "
+                   "repeating any call it had finished.")
+        for row in stopped[:10]:
+            left, right = st.columns([5, 1])
+            left.markdown(f"**{md_text(row.question)}** · {md_text(mode_label(row.mode))} · `{row.run_id}`")
+            with right:
+                resume_button(row.run_id, f"resume_{row.run_id}")
 
 offer = jobs.offer()
 if offer.problem is not None:
@@ -132,6 +171,6 @@ if start and reveals_code(question or "", state):
 elif start:
     outcome = jobs.start(question or "", mode, preset)
     if isinstance(outcome, Job):
-        st.session_state[JOB] = outcome.id
+        st.query_params[RUN] = outcome.run_id
         st.rerun()
     st.error(md_text(outcome.message), icon=":material/block:")

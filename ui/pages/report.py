@@ -5,11 +5,31 @@ import streamlit as st
 
 from ui.components import md_text, show_report
 from ui.library import mode_label
-from ui.state import config, find_run, library
+from ui.state import config, find_run, library, run_status
 
 cfg = config()
 run_id = st.query_params.get("run", "").strip()
 found = find_run(cfg, run_id) if run_id else None
+
+
+@st.fragment(run_every=2.0)
+def wait_for(run: str) -> None:
+    """A run without its result yet: say so, and show the report once it is finished (by any instance)."""
+    status = run_status(cfg, run)
+    if status == "running":
+        st.info("This run is still in progress; its report appears here when it finishes.",
+                icon=":material/hourglass_top:")
+    elif status == "interrupted":
+        st.warning("This run stopped before it finished (its server instance went away). A visitor with the access "
+                   "code can resume it from the Live research page.", icon=":material/pause_circle:")
+    else:
+        st.rerun()
+
+
+if found is None and run_id and run_status(cfg, run_id) in ("running", "interrupted"):
+    st.title("Report")
+    wait_for(run_id)
+    st.stop()
 
 if found is None:
     st.title("Report")

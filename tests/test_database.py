@@ -1,0 +1,148 @@
+"""The database layer on both backends: RESEARCH_DB as a path or a postgresql:// URL, the password masked in every
+message, `db check` and `db upgrade`, heartbeats that tell a live run from a dead one, and a PostgreSQL server that
+goes away in the middle of a run (and comes back)."""
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli.main import main
+from pipeline.core.event_types import StepEvent
+from pipeline.core.schema import RunOptions
+from pipeline.store.base import StoreError, this_host
+from pipeline.store.database import check_target, mask, open_database, secrets_of
+from pipeline.store.migrations import SCHEMA_VERSION, migrate, schema_version
+from pipeline.store.sql import SqlRunStore
+from tests.fakes.postgres_server import PASSWORD, PostgresServer, postgres_server
+
+
+def test_urls_are_shown_with_the_password_masked() -> None:
+    url = "postgresql://app:s3cret-pw@db.internal:5432/verbatim?sslmode=require"
+    assert mask(url) == "postgresql://app:***@db.internal:5432/verbatim?sslmode=require"
+    assert mask("postgresql://app@/verbatim?host=/cloudsql/p:r:i&password=s3cret-pw") == \
+        "postgresql://app@/verbatim?host=/cloudsql/p:r:i&password=***"
+    assert secrets_of(url) == ["s3cret-pw"] and secrets_of("runs/research.sqlite") == []
+    assert mask("runs/research.sqlite") == "runs/research.sqlite"
+    with pytest.raises(StoreError, match=r"SQLite file path or a postgresql:// URL, not 'mysql://u:\*\*\*@h/db'"):
+        check_target("mysql://u:pw@h/db")
+
+
+def test_db_check_and_upgrade(db_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+                              ) -> None:
+    monkeypatch.setenv("RESEARCH_DB", db_url)
+    assert main(["db", "check"]) == 1  # a new database: no schema yet
+    assert "db upgrade" in capsys.readouterr().out
+    assert main(["db", "upgrade"]) == 0
+    assert f"upgraded from schema version 0 to {SCHEMA_VERSION}" in capsys.readouterr().out
+    assert main(["db", "upgrade"]) == 0 and "nothing to do" in capsys.readouterr().out
+    assert main(["db", "check"]) == 0
+    out = capsys.readouterr().out
+    assert f"schema version {SCHEMA_VERSION}, up to date" in out and PASSWORD not in out
+
+
+def test_db_check_refuses_a_newer_schema_with_both_versions(db_url: str, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    db = open_database(db_url)
+    migrate(db)
+    if db.kind == "sqlite":
+        db.execute("PRAGMA user_version = 42")
+    else:
+        db.execute("UPDATE schema_version SET version = 42")
+    db.close()
+    monkeypatch.setenv("RESEARCH_DB", db_url)
+    assert main(["db", "check"]) == 2
+    assert f"schema version 42 is newer than this program's {SCHEMA_VERSION}" in capsys.readouterr().err
+    assert main(["db", "upgrade"]) == 2  # refused too, and nothing is changed
+    err = capsys.readouterr().err
+    assert "schema version 42, newer than this program's" in err and PASSWORD not in err
+    db = open_database(db_url)
+    assert schema_version(db) == 42
+    db.close()
+
+
+def test_an_unreachable_server_is_one_clear_line_with_the_password_masked(capsys: pytest.CaptureFixture[str],
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RESEARCH_DB", f"postgresql://verbatim:{PASSWORD}@127.0.0.1:9/verbatim")
+    assert main(["db", "check"]) == 2
+    err = capsys.readouterr().err
+    assert "RESEARCH_DB (postgresql://verbatim:***@127.0.0.1:9/verbatim)" in err and PASSWORD not in err
+    assert main(["runs"]) == 2 and PASSWORD not in capsys.readouterr().err
+
+
+def test_a_heartbeat_keeps_a_running_run_alive_and_its_absence_marks_it_interrupted(db_url: str) -> None:
+    with SqlRunStore(open_database(db_url), stale_after=1.0) as store:
+        rec = store.recorder("beating")  # beats every stale_after / 4 seconds
+        rec.start(question="Alive?", options=RunOptions(), models={}, prompt_version="v")
+        time.sleep(1.5)  # longer than stale_after: only the heartbeat keeps it running
+        row = store.run("beating")
+        assert row is not None and row.shown_status == "running" and row.heartbeat is not None
+        # A run of another host that fell silent: its process cannot be checked, its heartbeat tells.
+        store.db.execute("UPDATE runs SET host = 'other-host', heartbeat = ? WHERE id = 'beating'",
+                         (time.time() - 5,))
+        rec.stop()
+        row = store.run("beating")
+        assert row is not None and row.host == "other-host" and row.shown_status == "interrupted"
+        assert [r.status for r in store.runs()] == ["interrupted"]
+        store.db.execute("UPDATE runs SET heartbeat = ? WHERE id = 'beating'", (time.time(),))
+        assert store.run("beating").shown_status == "running"  # type: ignore[union-attr]
+        assert this_host() != "other-host"
+
+
+@pytest.fixture(scope="module")
+def own_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of this module's own, which a test stops and starts again."""
+    with postgres_server() as server:
+        yield server
+
+
+def test_a_server_that_goes_away_mid_run_fails_honestly_and_keeps_what_was_written(own_server: PostgresServer
+                                                                                     ) -> None:
+    if own_server._control is None:
+        pytest.skip("RESEARCH_TEST_POSTGRES_URL names a server these tests cannot stop")
+    with own_server.database() as url:
+        store = SqlRunStore(open_database(url))
+        rec = store.recorder("cut")
+        rec.start(question="Will it survive?", options=RunOptions(), models={}, prompt_version="v")
+        for i in range(3):
+            rec.emit(StepEvent(name=f"before-{i}"))
+        own_server.stop()
+        try:
+            with pytest.raises(StoreError) as failure:
+                rec.emit(StepEvent(name="during"))
+            message = str(failure.value)
+            assert "RESEARCH_DB (postgresql://verbatim:***@127.0.0.1:" in message and PASSWORD not in message
+        finally:
+            own_server.start()
+        rec.emit(StepEvent(name="after"))  # the pool replaced its dead connections
+        names = [e.payload["name"] for e in store.events("cut")]
+        assert names[:3] == ["before-0", "before-1", "before-2"] and names[-1] == "after" and "during" not in names
+        rec.stop()
+        store.close()
+
+
+def test_a_store_made_by_the_previous_code_upgrades_in_place_with_nothing_lost(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "runs.sqlite"
+    shutil.copyfile(Path(__file__).parent / "fixtures" / "stores" / "before-layout.sqlite", db)
+
+    def contents() -> tuple[int, list[tuple[object, ...]], list[tuple[object, ...]]]:
+        with closing(sqlite3.connect(db)) as raw:
+            version = raw.execute("PRAGMA user_version").fetchone()[0]
+            runs = raw.execute("SELECT id, question, status, result FROM runs ORDER BY id").fetchall()
+            events = raw.execute("SELECT run_id, seq, kind, payload FROM events ORDER BY run_id, seq").fetchall()
+        return version, runs, events
+
+    before, runs, events = contents()
+    assert before == 2 and len(runs) == 3 and len(events) > 30
+    monkeypatch.setenv("RESEARCH_DB", str(db))
+    assert main(["db", "check"]) == 1 and "1 migration(s) waiting" in capsys.readouterr().out
+    assert main(["db", "upgrade"]) == 0 and f"from schema version 2 to {SCHEMA_VERSION}" in capsys.readouterr().out
+    assert contents() == (SCHEMA_VERSION, runs, events)  # every run and event as it was
+    assert main(["runs", "--json"]) == 0 and len(json.loads(capsys.readouterr().out)) == 3
