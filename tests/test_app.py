@@ -23,6 +23,7 @@ from pipeline.store.sql import SqliteRunStore, SqlRunStore
 from pipeline.store.timeline import load_timeline
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.corpora import qdrant_corpus
+from tests.fakes.postgres_server import PASSWORD
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
 from tests.fakes.secret_manager import FakeSecretManager
@@ -335,6 +336,24 @@ def test_a_mounted_code_file_comes_first_and_a_missing_one_keeps_runs_off(env: P
     at = page("live")
     assert "Live runs are off" in texts(at, "warning") and "ACCESS_CODE_FILE" in texts(at, "warning")
     assert not at.text_input and str(env) not in texts(at, "warning")
+
+
+def test_an_unreachable_database_is_named_and_the_saved_runs_stay_readable(env: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    save_run_file(env / "bench" / "suite", make_run("saved1"))
+    monkeypatch.setenv("ACCESS_CODE", CODE)
+    monkeypatch.setenv("RESEARCH_DB", f"postgresql://verbatim:{PASSWORD}@127.0.0.1:9/verbatim")
+    masked = "RESEARCH_DB (postgresql://verbatim:***@127.0.0.1:9/verbatim)"
+    at = unlock(page("live"), CODE)
+    shown = texts(at, "error").replace("\u200b", "")  # md_text breaks links with zero-width spaces
+    assert not at.exception and "Live runs are unavailable" in shown and masked in shown
+    report = page("report", run="abcdef123456")
+    shown = texts(report, "error").replace("\u200b", "")
+    assert not report.exception and "run store cannot be read" in shown and masked in shown
+    saved = page("report", run="saved1")  # a saved run's file needs no database
+    assert not saved.exception and not saved.error
+    for page_shown in (at, report, saved):
+        assert PASSWORD not in str(page_shown)
 
 
 def test_a_short_access_code_keeps_live_runs_off(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,20 +6,27 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pipeline.cli.main import main
+from pipeline.config import Settings
 from pipeline.core.event_types import StepEvent
+from pipeline.core.events import EventSink
 from pipeline.core.schema import RunOptions
+from pipeline.research.context import RunContext
+from pipeline.research.orchestrator import build_context, research
 from pipeline.store.base import StoreError, this_host
-from pipeline.store.database import check_target, mask, open_database, secrets_of
+from pipeline.store.database import CONNECT_TIMEOUT, check_target, mask, open_database, secrets_of
 from pipeline.store.migrations import SCHEMA_VERSION, migrate, schema_version
 from pipeline.store.sql import SqlRunStore
+from tests.fakes.corpora import qdrant_corpus
 from tests.fakes.postgres_server import PASSWORD, PostgresServer, postgres_server
 
 
@@ -30,6 +37,11 @@ def test_urls_are_shown_with_the_password_masked() -> None:
         "postgresql://app@/verbatim?host=/cloudsql/p:r:i&password=***"
     assert secrets_of(url) == ["s3cret-pw"] and secrets_of("runs/research.sqlite") == []
     assert mask("runs/research.sqlite") == "runs/research.sqlite"
+    # Passwords a URL parser splits differently from libpq, and percent-encoded ones, are masked all the same.
+    for url, secret in [("postgresql://u:ab#cd@127.0.0.1:9/db", "ab#cd"), ("postgresql://u:pa?ss@h/db", "pa?ss"),
+                        ("postgresql://u:a%40b@h/db", "a@b")]:
+        assert "***" in mask(url) and secret not in mask(url) and secret in secrets_of(url)
+        assert url.split("//")[1].split(":")[1].split("@h")[0] not in mask(url)
     with pytest.raises(StoreError, match=r"SQLite file path or a postgresql:// URL, not 'mysql://u:\*\*\*@h/db'"):
         check_target("mysql://u:pw@h/db")
 
@@ -146,3 +158,40 @@ def test_a_store_made_by_the_previous_code_upgrades_in_place_with_nothing_lost(
     assert main(["db", "upgrade"]) == 0 and f"from schema version 2 to {SCHEMA_VERSION}" in capsys.readouterr().out
     assert contents() == (SCHEMA_VERSION, runs, events)  # every run and event as it was
     assert main(["runs", "--json"]) == 0 and len(json.loads(capsys.readouterr().out)) == 3
+
+
+def test_a_database_with_tables_but_no_schema_version_is_refused(db_url: str) -> None:
+    db = open_database(db_url)
+    db.execute("CREATE TABLE runs (id TEXT)")  # someone else's table, in the database RESEARCH_DB names
+    with pytest.raises(StoreError, match="has a runs table but no schema version"):
+        migrate(db)
+    db.close()
+
+
+def test_a_run_whose_database_goes_away_raises_a_clear_error_and_stops_beating(own_server: PostgresServer,
+                                                                              tmp_path: Path) -> None:
+    if own_server._control is None:
+        pytest.skip("RESEARCH_TEST_POSTGRES_URL names a server these tests cannot stop")
+    corpus = qdrant_corpus(tmp_path / "corpus")
+    with own_server.database() as url:
+        settings = Settings(search_provider="corpus", corpus_dir=str(corpus), db_path=url)
+        store = SqlRunStore(open_database(url))
+
+        def context_then_outage(s: Settings, o: RunOptions, e: EventSink, **kw: Any) -> RunContext:
+            ctx = build_context(s, o, e, **kw)
+            own_server.stop()  # the database goes away as the run begins its steps
+            return ctx
+
+        try:
+            with pytest.raises(StoreError) as failure:
+                research("What does Qdrant Cloud pricing start at?", settings, options=RunOptions(mode="extractive"),
+                         run_id="outage01", store=store, context=context_then_outage)
+        finally:
+            own_server.start()
+        assert "RESEARCH_DB (postgresql://verbatim:***@" in str(failure.value) and PASSWORD not in str(failure.value)
+        for beat in [t for t in threading.enumerate() if t.name == "heartbeat-outage01"]:
+            beat.join(CONNECT_TIMEOUT + 5)  # a beat already waiting on the dead server ends with it
+            assert not beat.is_alive()  # stopped: the run does not look alive to the other instances
+        row = store.run("outage01")  # the run row written before the outage is kept, unfinished
+        assert row is not None and row.status == "running" and row.question.startswith("What does Qdrant")
+        store.close()

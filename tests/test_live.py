@@ -300,3 +300,45 @@ def test_a_running_extractive_run_counts_against_the_concurrency_limit(tmp_path:
 def test_budget_presets_name_dollars_for_model_runs_and_searches_for_extractive_runs() -> None:
     assert preset_label("quick", "fixed") == PRESETS["quick"].label and "$0.25" in preset_label("quick", "tools")
     assert preset_label("quick", "extractive") == "Quick (8 searches, 10 fetches, $0)"
+
+
+def held_registry(tmp_path: Path, gate: threading.Event, **kw: Any) -> JobRegistry:
+    """A registry whose extractive runs wait at `gate` before they start researching."""
+    def held_research(*args: object, **kwargs: object) -> RunResult:
+        assert gate.wait(30)
+        return research(*args, **kwargs)  # type: ignore[arg-type]
+
+    corpus = qdrant_corpus(tmp_path / "corpus")
+    return JobRegistry(runs_dir=tmp_path / "live", db=state_db(tmp_path), limits=LiveLimits(),
+                       research_fn=held_research,
+                       settings=lambda: Settings(search_provider="corpus", corpus_dir=str(corpus)), **kw)
+
+
+def test_a_run_whose_own_beats_are_late_is_not_taken_for_dead_by_its_own_instance(tmp_path: Path) -> None:
+    gate = threading.Event()
+    reg = held_registry(tmp_path, gate, stale_after=0.3, beat_every=5.0)  # beats far apart: the row looks stale
+    job = reg.start(QUESTION, "extractive", "quick")
+    assert isinstance(job, Job)
+    time.sleep(0.5)
+    assert reg.interrupted() == [] and not job.lost and not job.cancel_requested
+    gate.set()
+    finish(reg, job)
+    assert job.result is not None and job.result.status == "complete"
+
+
+def test_an_instance_taken_for_dead_stops_its_run_and_leaves_it_to_the_others(tmp_path: Path) -> None:
+    gate = threading.Event()
+    slow = held_registry(tmp_path, gate, stale_after=0.3, beat_every=1.0, instance="slow-instance")
+    other = held_registry(tmp_path, gate, stale_after=0.3, beat_every=1.0, instance="other-instance")
+    job = slow.start(QUESTION, "extractive", "quick")
+    assert isinstance(job, Job)
+    time.sleep(0.5)  # the slow instance's next beat is not due yet: to the other one it looks dead
+    assert [row.run_id for row in other.interrupted()] == [job.run_id]
+    deadline = time.monotonic() + 5
+    while not job.lost and time.monotonic() < deadline:  # its next beat finds the run is not its own any more
+        time.sleep(0.05)
+    assert job.lost and job.cancel_requested
+    gate.set()
+    finish(slow, job)
+    row = other.live.get(job.run_id)
+    assert row is not None and row.status == "interrupted"  # the lost instance wrote no end over the others' view

@@ -28,6 +28,7 @@ from pipeline.store.base import RunStore, StoreError
 from pipeline.store.database import Database
 from pipeline.store.files import save_run_file
 from pipeline.store.timeline import TimelineRecorder
+from ui.ledger import LOCK as LEDGER_LOCK
 from ui.ledger import SpendLedger
 from ui.live_runs import INSTANCE, LiveRow, LiveRunTable, LiveStatus
 from ui.progress import LiveProgress, ProgressSink
@@ -130,8 +131,10 @@ class Job:
     finished: float | None = None
     cancel_requested: bool = False
     thread: threading.Thread | None = None
-    reserved: bool = False  # dollars held in the spend ledger until the run settles
+    spend_key: str | None = None  # its reservation in the spend ledger, settled to what this job spent
+    spent_before: float = 0.0  # a resumed run's spending before this job: its budget counts it again
     resuming: resumption.Resumption | None = None
+    lost: bool = False  # the other instances took this one for dead and released the run
 
     @property
     def done(self) -> bool:
@@ -166,7 +169,7 @@ class JobRegistry:
                  keep_finished: float = 3600.0, stale_after: float = 60.0, beat_every: float = 1.0,
                  instance: str = INSTANCE):
         self.runs_dir = Path(runs_dir)
-        self.limits, self.store = limits, store
+        self.db, self.limits, self.store = db, limits, store
         self.ledger = SpendLedger(db, clock)
         self.live = LiveRunTable(db, stale_after=stale_after, clock=clock, instance=instance)
         self._settings, self._research, self._context, self._resume = settings, research_fn, context_fn, resume_fn
@@ -179,10 +182,14 @@ class JobRegistry:
         return self.live.running()
 
     def get(self, job_id: str | None) -> Job | None:
-        """A job of this process, by its job id or its run id."""
+        """A job of this process, by its job id or its run id (the one still running first: a run resumed here
+        may have an earlier, finished job)."""
         with self._lock:
             key = job_id or ""
-            return self._jobs.get(key) or next((j for j in self._jobs.values() if j.run_id == key), None)
+            if key in self._jobs:
+                return self._jobs[key]
+            jobs = [j for j in self._jobs.values() if j.run_id == key]
+            return next((j for j in jobs if not j.done), jobs[-1] if jobs else None)
 
     def check_config(self, mode: Mode = "fixed") -> str | None:
         """None when a live run in `mode` can start (a model key unless extractive, the search provider's setting,
@@ -238,14 +245,19 @@ class JobRegistry:
             return self._busy(busy)
         if mode != "extractive":
             want = min(limits.cost_usd, self.limits.max_run_usd)
-            granted = self.ledger.reserve(run_id, want, self.limits.daily_usd, self.limits.min_run_usd)
+            try:
+                granted = self.ledger.reserve(run_id, want, self.limits.daily_usd, self.limits.min_run_usd)
+                if granted is not None:
+                    self.live.set_reserved(run_id, granted)
+            except StoreError:
+                self.live.remove(run_id)  # no row is left behind for a run that never started
+                raise
             if granted is None:
                 self.live.remove(run_id)
                 return self._spend_refused()
             limits = limits.model_copy(update={"cost_usd": granted})
-            self.live.set_reserved(run_id, granted)
         job = Job(id=uuid.uuid4().hex, run_id=run_id, question=question, mode=mode, limits=limits,
-                  started=self._clock(), reserved=mode != "extractive")
+                  started=self._clock(), spend_key=run_id if mode != "extractive" else None)
         return self._launch(job, settings)
 
     def _launch(self, job: Job, settings: Settings) -> Job:
@@ -262,10 +274,17 @@ class JobRegistry:
         cancel asked for on any of them."""
         while not job.done:
             try:
-                if self.live.beat(job.run_id, job.progress(self._clock).model_dump_json()) and not job.done:
-                    self.cancel(job.id)
+                owned, cancel = self.live.beat(job.run_id, job.progress(self._clock).model_dump_json())
             except StoreError as e:  # the database is away: the run goes on; the next beat tries again
                 log.warning("live run %s: heartbeat not written: %s", job.run_id, e)
+                owned, cancel = True, False
+            if not owned and not job.done:  # our beats stalled and the run was released: stop spending on it
+                log.warning("live run %s: taken for dead by the other instances; stopping it here", job.run_id)
+                job.lost = True
+                self.cancel(job.id)
+                return
+            if cancel and not job.done:
+                self.cancel(job.id)
             time.sleep(self._beat_every)
 
     def cancel(self, ident: str) -> bool:
@@ -305,21 +324,27 @@ class JobRegistry:
                         "the run was cancelled by the visitor; what was gathered before that is kept"))]})
             save_run_file(self.runs_dir, result, job.timeline.entries())
             job.result = result
+        except StoreError as e:  # the database went away: what the run recorded before that is kept
+            log.error("live run %s: the database failed: %s", job.run_id, e)
+            job.error = (f"The run stopped because the database failed ({e}). What it recorded before that is kept; "
+                         "it can be resumed once the database is back.")
         except Exception as e:  # our bug: the page shows a short message, the log keeps the traceback
             log.error("live run %s failed: %s", job.run_id, traceback.format_exc())
             job.error = f"The run stopped on an internal error ({type(e).__name__}); nothing was saved."
         finally:
             spent = job.budget.used().cost_usd if job.budget is not None else 0.0
             try:
-                if job.reserved:
-                    self.ledger.settle_run(job.run_id, spent)
-            finally:
-                job.finished = self._clock()
-                try:
+                if job.spend_key is not None:  # what this job spent, even if the run was released meanwhile
+                    self.ledger.settle(job.spend_key, max(0.0, spent - job.spent_before))
+            except StoreError as e:  # its full reservation stays counted today: the ceiling errs on the safe side
+                log.error("live run %s: its spending was not settled: %s", job.run_id, e)
+            job.finished = self._clock()
+            try:
+                if not job.lost:
                     self.live.finish(job.run_id, "finished" if job.result is not None else "failed",
                                      job.progress(self._clock).model_dump_json(), job.error)
-                except StoreError as e:
-                    log.error("live run %s: its end was not written: %s", job.run_id, e)
+            except StoreError as e:
+                log.error("live run %s: its end was not written: %s", job.run_id, e)
 
     # -- every instance's runs, read from the database ------------------------------------------------------------
     def progress(self, run_id: str) -> LiveProgress | None:
@@ -356,13 +381,23 @@ class JobRegistry:
         return LiveProgress.model_validate_json(row.progress).cost_usd if row.progress else 0.0
 
     def reap(self) -> None:
-        """Mark the runs of instances gone silent as interrupted, once each, and release their spend reservations
-        down to what they had spent."""
+        """Mark the runs of instances gone silent as interrupted (or as ended, when the run store has their end),
+        once each, and release their spend reservations down to what they had spent, in one transaction."""
+        with self._lock:
+            ours = {j.run_id for j in self._jobs.values() if not j.done}
         for row in self.live.stale():
-            if self.live.mark_interrupted(row.run_id):
-                self.ledger.settle_run(row.run_id, self._spent(row))
-                log.warning("live run %s: its instance %s stopped beating; marked interrupted", row.run_id,
-                            row.instance)
+            if row.run_id in ours:  # our own run, alive: its beats were only late
+                continue
+            stored = self.store.run(row.run_id) if self.store is not None else None
+            ended = stored is not None and stored.status != "running"
+            status: LiveStatus = ("failed" if stored.status == "failed" else "finished") if ended and stored \
+                else "interrupted"
+            spent = stored.cost_usd if ended and stored else self._spent(row)
+            with self.db.transaction(LEDGER_LOCK) as tx:
+                if self.live.mark_stale(row.run_id, status, tx):
+                    self.ledger.settle_run(row.run_id, spent, tx)
+                    log.warning("live run %s: its instance %s stopped beating; marked %s", row.run_id,
+                                row.instance, status)
 
     def interrupted(self) -> list[LiveRow]:
         """Runs whose instance died before they finished: a visitor with the code may resume them."""
@@ -375,6 +410,9 @@ class JobRegistry:
         if self.store is None:
             return Refused("resume", "This server records no runs, so none can be resumed.")
         self.reap()
+        local = self.get(run_id)
+        if local is not None and not local.done:
+            return Refused("resume", "That run is still running on this server.")
         row = self.live.get(run_id)
         if row is None or row.status != "interrupted":
             return Refused("resume", "That run is not interrupted: it finished, or another visitor resumed it.")
@@ -388,19 +426,23 @@ class JobRegistry:
                 return Refused("resume", "Another visitor resumed that run first.")
             return self._busy(busy)
         limits = ready.row.run_options.limits
-        reserved = row.mode != "extractive"
-        if reserved:
-            left = round(max(0.0, limits.cost_usd - self._spent(row)), 6)
-            # All of what the run's budget has left, or nothing: the resumed run keeps its recorded budget.
-            want = min(left, self.limits.max_run_usd)
-            granted = self.ledger.reserve(f"{run_id}+{uuid.uuid4().hex[:8]}", want, self.limits.daily_usd,
-                                          max(want, self.limits.min_run_usd))
+        spent_before = self._spent(row)
+        # All of what the run's budget has left, or nothing: the resumed run keeps its recorded budget.
+        want = round(min(max(0.0, limits.cost_usd - spent_before), self.limits.max_run_usd), 6)
+        key = f"{run_id}+{uuid.uuid4().hex[:8]}" if row.mode != "extractive" and want > 0 else None
+        if key is not None:
+            try:
+                granted = self.ledger.reserve(key, want, self.limits.daily_usd, want)
+                if granted is not None:
+                    self.live.set_reserved(run_id, granted)
+            except StoreError:
+                self.live.give_back(run_id)
+                raise
             if granted is None:
                 self.live.give_back(run_id)
                 return self._spend_refused()
-            self.live.set_reserved(run_id, granted)
         job = Job(id=uuid.uuid4().hex, run_id=run_id, question=row.question, mode=ready.row.run_options.mode,
-                  limits=limits, started=self._clock(), reserved=reserved, resuming=ready)
+                  limits=limits, started=self._clock(), spend_key=key, spent_before=spent_before, resuming=ready)
         return self._launch(job, ready.settings)
 
     def _prune(self) -> None:

@@ -51,16 +51,19 @@ class SpendLedger:
         """Replace a reservation by what was really spent (a run whose process died is released the same way)."""
         self.db.execute("UPDATE live_spend SET spent = ?, finished = 1 WHERE run_id = ?", (spent, key))
 
-    def settle_run(self, run_id: str, spent_total: float) -> None:
-        """Settle every open reservation of a run (its first, and any a resume made) so that the run's dollars for
-        the day add up to `spent_total`, what it spent in all."""
-        with self.db.transaction(LOCK) as tx:
-            keys = (run_id, f"{run_id}+%")
-            settled = tx.execute("SELECT COALESCE(SUM(spent), 0) FROM live_spend WHERE (run_id = ? OR run_id LIKE ?) "
-                                 "AND finished = 1", keys).rows[0][0]
-            open_keys = [r[0] for r in tx.execute("SELECT run_id FROM live_spend WHERE (run_id = ? OR run_id LIKE ?) "
-                                                  "AND finished = 0 ORDER BY run_id", keys).rows]
-            left = max(0.0, spent_total - float(settled))
-            for i, key in enumerate(open_keys):  # the remainder goes to the first; the others close at zero
-                tx.execute("UPDATE live_spend SET spent = ?, finished = 1 WHERE run_id = ?", (left if i == 0 else 0.0,
-                                                                                                key))
+    def settle_run(self, run_id: str, spent_total: float, tx: Transaction | None = None) -> None:
+        """Settle every open reservation of a run (its first, and any a resume made) so that the run's dollars add
+        up to `spent_total`, what it spent in all: how a run whose instance died is released."""
+        if tx is None:
+            with self.db.transaction(LOCK) as own:
+                self.settle_run(run_id, spent_total, own)
+            return
+        keys = (run_id, f"{run_id}+%")
+        settled = tx.execute("SELECT COALESCE(SUM(spent), 0) FROM live_spend WHERE (run_id = ? OR run_id LIKE ?) "
+                             "AND finished = 1", keys).rows[0][0]
+        open_keys = [r[0] for r in tx.execute("SELECT run_id FROM live_spend WHERE (run_id = ? OR run_id LIKE ?) "
+                                              "AND finished = 0 ORDER BY run_id", keys).rows]
+        left = max(0.0, spent_total - float(settled))
+        for i, key in enumerate(open_keys):  # the remainder goes to the first; the others close at zero
+            tx.execute("UPDATE live_spend SET spent = ?, finished = 1 WHERE run_id = ?", (left if i == 0 else 0.0,
+                                                                                            key))

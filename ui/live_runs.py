@@ -85,18 +85,21 @@ class LiveRunTable:
     def set_reserved(self, run_id: str, dollars: float) -> None:
         self.db.execute("UPDATE live_runs SET reserved = ? WHERE run_id = ?", (dollars, run_id))
 
-    def beat(self, run_id: str, progress_json: str) -> bool:
-        """Record the heartbeat and progress of a run this instance owns; True when a visitor asked to cancel it."""
-        self.db.execute("UPDATE live_runs SET heartbeat = ?, progress = ? WHERE run_id = ? AND instance = ? "
-                        "AND status = 'running'", (self._clock(), progress_json, run_id, self.instance))
+    def beat(self, run_id: str, progress_json: str) -> tuple[bool, bool]:
+        """Record the heartbeat and progress of a run this instance owns: (still ours, cancel asked). Not ours any
+        more means the other instances took this one for dead (its beats stalled) and may resume the run."""
+        owned = self.db.execute("UPDATE live_runs SET heartbeat = ?, progress = ? WHERE run_id = ? AND instance = ? "
+                                "AND status = 'running'", (self._clock(), progress_json, run_id,
+                                                           self.instance)).rowcount == 1
         rows = self.db.execute("SELECT cancel FROM live_runs WHERE run_id = ?", (run_id,)).rows
-        return bool(rows and rows[0][0])
+        return owned, bool(rows and rows[0][0])
 
     def finish(self, run_id: str, status: LiveStatus, progress_json: str, error: str | None) -> None:
+        """The end of a run this instance still owns (one taken over by another instance is left to it)."""
         now = self._clock()
         self.db.execute("UPDATE live_runs SET status = ?, finished = ?, heartbeat = ?, progress = ?, error = ? "
-                        "WHERE run_id = ? AND instance = ?", (status, now, now, progress_json, error, run_id,
-                                                              self.instance))
+                        "WHERE run_id = ? AND instance = ? AND status = 'running'",
+                        (status, now, now, progress_json, error, run_id, self.instance))
 
     def request_cancel(self, run_id: str) -> bool:
         """Ask the instance running `run_id` to cancel it (it reads the flag with its next heartbeat)."""
@@ -119,11 +122,12 @@ class LiveRunTable:
                                (self._clock() - self.stale_after,)).rows
         return [_row(r) for r in rows]
 
-    def mark_interrupted(self, run_id: str) -> bool:
-        """Mark a stale running row interrupted; True for exactly one caller (who then releases its spend)."""
-        return self.db.execute("UPDATE live_runs SET status = 'interrupted', reserved = 0 WHERE run_id = ? AND "
-                               "status = 'running' AND heartbeat <= ?",
-                               (run_id, self._clock() - self.stale_after)).rowcount == 1
+    def mark_stale(self, run_id: str, status: LiveStatus = "interrupted", tx: Transaction | None = None) -> bool:
+        """Mark a stale running row `status` (interrupted; or finished/failed when the run store shows it ended);
+        True for exactly one caller, who then releases its spend."""
+        return (tx or self.db).execute("UPDATE live_runs SET status = ?, reserved = 0 WHERE run_id = ? AND "
+                                       "status = 'running' AND heartbeat <= ?",
+                                       (status, run_id, self._clock() - self.stale_after)).rowcount == 1
 
     def interrupted(self) -> list[LiveRow]:
         rows = self.db.execute(f"SELECT {_COLUMNS} FROM live_runs WHERE status = 'interrupted' ORDER BY started DESC"

@@ -74,6 +74,19 @@ def database() -> Database:
     return _database(Settings().db_path)
 
 
+def store_problem() -> str | None:
+    """Why the run store RESEARCH_DB names cannot be used (its password masked), or None when it can or does not
+    exist yet."""
+    settings = Settings()
+    if not store_exists(settings):
+        return None
+    try:
+        _store(settings.db_path, settings.heartbeat_stale)
+    except StoreError as e:
+        return str(e)
+    return None
+
+
 def store(cfg: AppConfig, *, create: bool = False) -> RunStore | None:
     """The run store (RESEARCH_DB), one per process; None when it does not exist and `create` is False, or when the
     database cannot be reached (the public pages then show what the saved files hold)."""

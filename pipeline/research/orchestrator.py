@@ -140,62 +140,66 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
     if not question:
         raise ValueError("the question is empty")
     recorder = _recorder(store, run_id, question, options, settings, secrets, tape)
-    checkpoints = Checkpoints()
-    events = FanOut(events or NullSink(), tally, *([recorder] if recorder else []), checkpoints)
-    if tape is not None:
-        events.emit(SessionEvent(tape=tape.mode.value, from_run=tape.run_id))
-    make_context = context or build_context
-    ctx = (make_context(settings, options, events) if tape is None
-           else make_context(settings, options, events, tape=tape))
-    checkpoints.bind(ctx, events)
-    timings: dict[str, float] = {"started_at": round(time.time(), 3)}  # epoch seconds, UTC
-    so_far = SoFar()
-    status: RunStatus = "failed"
-
-    def step(name: str, fn: Callable[[], Any]) -> Any:
-        # The steps emit their own detailed "step" events; here the wall time is kept and a checkpoint saved.
-        started = time.monotonic()
-        try:
-            output = fn()
-        finally:
-            timings[name] = round(time.monotonic() - started, 3)
-        checkpoints.save(name, plan=output if isinstance(output, Plan) else so_far.plan, problems=so_far.problems,
-                         output=output)
-        return output
-
     try:
-        flow = extractive_flow if options.mode == "extractive" else model_flow
-        flow(question, ctx, options, step, so_far, tally)
-        status = "partial" if so_far.problems else "complete"
-        if options.mode != "extractive" and ctx.budget.used().model_calls == 0:
-            status = "failed"  # every model call failed: the report rests on nothing
-            so_far.problems.append(Problem(
-                kind="model_unavailable", step="run",
-                message="no model call succeeded, so nothing was analysed; see the problems above (check "
-                        "ANTHROPIC_API_KEY and the network), then run again"))
-    except Exception as e:  # our bug: keep everything gathered so far, and say so
-        events.emit(InternalErrorEvent(error=repr(e), traceback=traceback.format_exc()))
-        so_far.problems.append(Problem(kind="internal_error", step="run",
-                                       message=f"the run stopped on an internal error ({type(e).__name__}: {e}); "
-                                               "what was gathered before it is kept"))
-    problems = so_far.problems
-    if ctx.budget.cancelled:  # said here, so the recorded result is the one the caller gets
-        problems.append(Problem(kind="cancelled", step="run",
-                                message="the run was cancelled; what was gathered before that is kept"))
-        status = "failed" if status == "failed" else "partial"
-    timings["total"] = round(time.time() - timings["started_at"], 3)
-    result = RunResult(
-        run_id=run_id, question=question, mode=options.mode,
-        models=run_models(settings, options.mode), status=status, plan=so_far.plan, sources=ctx.notebook.sources(),
-        findings=_as_passed_on(ctx, so_far.analysis), rejected=ctx.notebook.rejected(),
-        calculations=ctx.calculations.all(), report=so_far.report,
-        stats=ctx.stats.snapshot(), problems=problems, budget=ctx.budget.state(), usage=ctx.budget.used(),
-        timings=timings,
-    )
-    if tape is not None:
-        events.emit(TapeEvent(**tape.summary()))
-    if recorder is not None:
-        recorder.finish(result)
+        checkpoints = Checkpoints()
+        events = FanOut(events or NullSink(), tally, *([recorder] if recorder else []), checkpoints)
+        if tape is not None:
+            events.emit(SessionEvent(tape=tape.mode.value, from_run=tape.run_id))
+        make_context = context or build_context
+        ctx = (make_context(settings, options, events) if tape is None
+               else make_context(settings, options, events, tape=tape))
+        checkpoints.bind(ctx, events)
+        timings: dict[str, float] = {"started_at": round(time.time(), 3)}  # epoch seconds, UTC
+        so_far = SoFar()
+        status: RunStatus = "failed"
+
+        def step(name: str, fn: Callable[[], Any]) -> Any:
+            # The steps emit their own detailed "step" events; here the wall time is kept and a checkpoint saved.
+            started = time.monotonic()
+            try:
+                output = fn()
+            finally:
+                timings[name] = round(time.monotonic() - started, 3)
+            checkpoints.save(name, plan=output if isinstance(output, Plan) else so_far.plan, problems=so_far.problems,
+                             output=output)
+            return output
+
+        try:
+            flow = extractive_flow if options.mode == "extractive" else model_flow
+            flow(question, ctx, options, step, so_far, tally)
+            status = "partial" if so_far.problems else "complete"
+            if options.mode != "extractive" and ctx.budget.used().model_calls == 0:
+                status = "failed"  # every model call failed: the report rests on nothing
+                so_far.problems.append(Problem(
+                    kind="model_unavailable", step="run",
+                    message="no model call succeeded, so nothing was analysed; see the problems above (check "
+                            "ANTHROPIC_API_KEY and the network), then run again"))
+        except Exception as e:  # our bug: keep everything gathered so far, and say so
+            events.emit(InternalErrorEvent(error=repr(e), traceback=traceback.format_exc()))
+            so_far.problems.append(Problem(kind="internal_error", step="run",
+                                           message=f"the run stopped on an internal error ({type(e).__name__}: {e}); "
+                                                   "what was gathered before it is kept"))
+        problems = so_far.problems
+        if ctx.budget.cancelled:  # said here, so the recorded result is the one the caller gets
+            problems.append(Problem(kind="cancelled", step="run",
+                                    message="the run was cancelled; what was gathered before that is kept"))
+            status = "failed" if status == "failed" else "partial"
+        timings["total"] = round(time.time() - timings["started_at"], 3)
+        result = RunResult(
+            run_id=run_id, question=question, mode=options.mode,
+            models=run_models(settings, options.mode), status=status, plan=so_far.plan, sources=ctx.notebook.sources(),
+            findings=_as_passed_on(ctx, so_far.analysis), rejected=ctx.notebook.rejected(),
+            calculations=ctx.calculations.all(), report=so_far.report,
+            stats=ctx.stats.snapshot(), problems=problems, budget=ctx.budget.state(), usage=ctx.budget.used(),
+            timings=timings,
+        )
+        if tape is not None:
+            events.emit(TapeEvent(**tape.summary()))
+        if recorder is not None:
+            recorder.finish(result)
+    finally:
+        if recorder is not None:  # a run that raised (its store went away) must not look alive
+            recorder.stop()
     return result
 
 

@@ -87,8 +87,12 @@ class StoredEvent(BaseModel):
 
 
 def this_host() -> str:
-    """This machine's name, as a run row records its owner (the kernel's node name, which gethostname reads too)."""
-    return platform.node()
+    """Who can check a run row's process id: the machine's name and, where Linux tells it, the process-id namespace,
+    since containers on one machine may share a name and number their processes alike (each has its own pid 1)."""
+    try:
+        return f"{platform.node()}/pidns:{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:
+        return platform.node()
 
 
 def shown_status(status: str, pid: int | None, host: str | None, heartbeat: float | None,
@@ -136,6 +140,10 @@ class RunRecorder(Protocol):
 
     def reopen(self) -> None:
         """Mark an existing run as running again in this process (resume)."""
+        ...
+
+    def stop(self) -> None:
+        """Stop the run's heartbeat (finish does it; a run that ends without a result calls it)."""
         ...
 
     def finish(self, result: RunResult) -> None:

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, unquote
 
 from pipeline.store.base import StoreError
 
@@ -67,33 +67,43 @@ def is_url(raw: str) -> bool:
     return bool(re.match(r"^[a-z][a-z0-9+.-]*://", raw.strip(), flags=re.I))
 
 
+def _password_forms(raw: str) -> list[str]:
+    """Every way the URL's password may be written: in the user part (up to the last or the first `@`, as a
+    parser may split it), as a `password=` parameter, as libpq reads it, each also percent-decoded and -encoded."""
+    raw = raw.strip()
+    forms: set[str] = set()
+    for pattern in (r"^[a-z][a-z0-9+.-]*://[^:/@?#]*:(.+)@", r"^[a-z][a-z0-9+.-]*://[^:/@?#]*:(.+?)@"):
+        if m := re.match(pattern, raw, flags=re.I | re.S):
+            forms.add(m.group(1))
+    forms.update(m.group(1) for m in re.finditer(r"[?&]password=([^&#]*)", raw, flags=re.I))
+    if is_postgres(raw):
+        try:
+            from psycopg.conninfo import conninfo_to_dict
+
+            forms.add(str(conninfo_to_dict(raw).get("password") or ""))
+        except Exception:  # not a URL libpq can read: the forms above still cover it
+            pass
+    forms |= {unquote(f) for f in forms} | {quote(f, safe="") for f in forms}
+    return sorted((f for f in forms if f), key=len, reverse=True)
+
+
 def mask(raw: str) -> str:
-    """RESEARCH_DB as it may be shown: a URL's password (in the user part or a `password=` parameter) as ***."""
+    """RESEARCH_DB as it may be shown: a URL with every form of its password replaced by ***."""
+    raw = raw.strip()
     if not is_url(raw):
         return raw
-    parts = urlsplit(raw.strip())
-    netloc = parts.netloc
-    if "@" in netloc:
-        user, _, host = netloc.rpartition("@")
-        if ":" in user:
-            user = user.split(":", 1)[0] + ":***"
-        netloc = f"{user}@{host}"
-    query = urlencode([(k, "***" if k.lower() == "password" else v) for k, v in parse_qsl(parts.query)], safe="/:*")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    for secret in _password_forms(raw):
+        raw = raw.replace(secret, "***")
+    return raw
 
 
 def secrets_of(raw: str) -> list[str]:
-    """The password in RESEARCH_DB, if any: recorders scrub it like any key."""
-    if not is_postgres(raw):
-        return []
-    parts = urlsplit(raw.strip())
-    found = [parts.password] if parts.password else []
-    found += [v for k, v in parse_qsl(parts.query) if k.lower() == "password" and v]
-    return found
+    """The password in RESEARCH_DB, in every form it may be written: recorders scrub it like any key."""
+    return _password_forms(raw) if is_postgres(raw) else []
 
 
 def _scrub(text: str, raw: str) -> str:
-    for secret in secrets_of(raw):
+    for secret in _password_forms(raw):
         text = text.replace(secret, "***")
     return text
 
@@ -158,10 +168,11 @@ class SqliteDatabase:
             self._run("BEGIN IMMEDIATE", ())
             try:
                 yield _SqliteTx(self)
+                self._run("COMMIT", ())
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:  # SQLite may have rolled back already (a failed COMMIT, a full disk)
+                    self._db.execute("ROLLBACK")
                 raise
-            self._run("COMMIT", ())
 
     def close(self) -> None:
         with self._lock:
@@ -233,10 +244,15 @@ class PostgresDatabase:
 
     @contextmanager
     def transaction(self, lock: str | None = None) -> Iterator[Transaction]:
-        with self._connection() as conn, conn.transaction():
-            if lock is not None:  # held until commit: everyone naming this lock takes turns
-                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (lock,))
-            yield _PgTx(self, conn)
+        import psycopg
+
+        try:
+            with self._connection() as conn, conn.transaction():
+                if lock is not None:  # held until commit: everyone naming this lock takes turns
+                    conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (lock,))
+                yield _PgTx(self, conn)
+        except (psycopg.OperationalError, psycopg.InterfaceError) as e:  # BEGIN, the lock or COMMIT lost the server
+            raise self._error("lost", e) from None
 
     def close(self) -> None:
         self._pool.close()

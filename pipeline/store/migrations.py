@@ -125,13 +125,24 @@ def schema_version(db: Database) -> int:
         return _version(db, tx)
 
 
+def _has_runs_table(db: Database, tx: Transaction) -> bool:
+    if db.kind == "sqlite":
+        return bool(tx.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'").rows)
+    return tx.execute("SELECT to_regclass('runs')").rows[0][0] is not None
+
+
 def migrate(db: Database) -> tuple[int, int]:
-    """Apply the missing migrations; (version before, version after). StoreError for a newer schema."""
+    """Apply the missing migrations; (version before, version after). StoreError for a newer schema, or for a
+    database that has a runs table but no version (not this program's)."""
     steps = SQLITE if db.kind == "sqlite" else POSTGRES
     with db.transaction("verbatim-migrations") as tx:  # a second process waits here, then finds nothing to do
         before = _version(db, tx)
         if before > SCHEMA_VERSION:
             raise _too_new(db, before)
+        if before == 0 and _has_runs_table(db, tx):
+            raise StoreError(f"the database in RESEARCH_DB ({db.where}) has a runs table but no schema version: it "
+                             "is not one this program made. Point RESEARCH_DB at an empty database or at this "
+                             "program's own")
         for number in range(before, SCHEMA_VERSION):
             steps[number](tx)
         if before != SCHEMA_VERSION:

@@ -8,6 +8,9 @@ a model key only the extractive mode (no model) is offered.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import streamlit as st
 
 from pipeline.store.base import StoreError
@@ -57,6 +60,18 @@ except StoreError as e:  # the database is down or misconfigured: saved reports 
     st.error(md_text(f"Live runs are unavailable: {e}"), icon=":material/error:")
     st.stop()
 
+T = TypeVar("T")
+
+
+def guarded(call: Callable[[], T]) -> T:
+    """`call()`, or the page stops with the database's message (it names RESEARCH_DB, its password masked)."""
+    try:
+        return call()
+    except StoreError as e:
+        st.error(md_text(f"Live runs are unavailable: {e}"), icon=":material/error:")
+        st.stop()
+        raise  # st.stop() does not return
+
 
 def progress_view(p: LiveProgress) -> None:
     """Budget use against the limits, findings so far, recent activity, and a cancel button."""
@@ -82,13 +97,13 @@ def progress_view(p: LiveProgress) -> None:
     if p.cancel_requested:
         st.info("Cancelling: the run is finishing the call it is in, then it stops and keeps what it gathered.")
     elif st.button("Cancel run", icon=":material/stop_circle:", key="cancel"):
-        jobs.cancel(p.run_id)
+        guarded(lambda: jobs.cancel(p.run_id))
         st.rerun(scope="fragment")
 
 
 @st.fragment(run_every=1.0)
 def progress_panel(run_id: str) -> None:
-    p = jobs.progress(run_id)
+    p = guarded(lambda: jobs.progress(run_id))
     if p is None or p.status != "running":
         st.rerun()  # the whole page then shows the finished (or interrupted) run
     else:
@@ -99,22 +114,22 @@ def resume_button(run_id: str, key: str) -> None:
     if st.button("Resume", icon=":material/play_arrow:", key=key,
                  help="Continue on this server: finished calls are reused from the record, not repeated or paid "
                       "again; a fresh spend reservation covers what the run's budget has left."):
-        outcome = jobs.resume(run_id)
+        outcome = guarded(lambda: jobs.resume(run_id))
         if isinstance(outcome, Job):
             st.query_params[RUN] = run_id
             st.rerun()
         st.error(md_text(outcome.message), icon=":material/block:")
 
 
-run_id = st.query_params.get(RUN)
-shown = jobs.progress(run_id) if run_id else None
+run_id = st.query_params.get(RUN) or ""
+shown = guarded(lambda: jobs.progress(run_id)) if run_id else None
 if shown is not None and shown.status == "running":
     st.subheader("Running")
     progress_panel(shown.run_id)
     st.stop()
 
 if shown is not None:
-    rr = jobs.result(shown.run_id)
+    rr = guarded(lambda: jobs.result(run_id))
     if shown.status == "interrupted":
         st.warning(md_text(f"This run stopped when its server instance did ({shown.step}, {shown.findings} findings "
                            "so far). Everything it had done is recorded."), icon=":material/pause_circle:")
@@ -134,7 +149,7 @@ if shown is not None:
         st.rerun()
     st.stop()
 
-stopped = jobs.interrupted()
+stopped = guarded(jobs.interrupted)
 if stopped:
     with st.expander(f"Interrupted runs ({len(stopped)})", icon=":material/pause_circle:", expanded=True):
         st.caption("These runs stopped when their server instance did. Resuming one continues it here without "
@@ -169,7 +184,7 @@ if start and reveals_code(question or "", state):
     st.error("Your question contains the access code. Remove it and ask again: questions are saved with their "
              "report, which anyone with the link can read.", icon=":material/block:")
 elif start:
-    outcome = jobs.start(question or "", mode, preset)
+    outcome = guarded(lambda: jobs.start(question or "", mode, preset))
     if isinstance(outcome, Job):
         st.query_params[RUN] = outcome.run_id
         st.rerun()

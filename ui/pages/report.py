@@ -5,7 +5,7 @@ import streamlit as st
 
 from ui.components import md_text, show_report
 from ui.library import mode_label
-from ui.state import config, find_run, library, run_status
+from ui.state import config, find_run, library, run_status, store_problem
 
 cfg = config()
 run_id = st.query_params.get("run", "").strip()
@@ -33,7 +33,10 @@ if found is None and run_id and run_status(cfg, run_id) in ("running", "interrup
 
 if found is None:
     st.title("Report")
-    if run_id:
+    if run_id and (problem := store_problem()):
+        st.error(md_text(f"The run store cannot be read, so runs made here cannot be shown now: {problem}"),
+                 icon=":material/error:")
+    elif run_id:
         st.error(f"No saved run has the id {md_text(run_id[:80])}. Pick one below, or check the link.",
                  icon=":material/search_off:")
     rows, _ = library(cfg).refresh()
