@@ -63,10 +63,24 @@ def world() -> Iterator[World]:
         yield World(fake, brain, search, web)
 
 
+_BACKEND: dict[str, str] = {}
+_OPENED: list[Database] = []
+
+
+@pytest.fixture(autouse=True)
+def _on_each_backend(db_url: str) -> Iterator[None]:
+    """Every test of this module runs on both databases: a SQLite file, and PostgreSQL (tests/conftest.py)."""
+    _BACKEND["url"] = db_url
+    yield
+    while _OPENED:
+        _OPENED.pop().close()
+
+
 def state_db(tmp_path: Path) -> Database:
-    """The database the ledger and the live runs share (a SQLite file here; tests/test_live_shared.py runs them on
-    PostgreSQL too)."""
-    return migrated_database(str(tmp_path / "state" / "research.sqlite"))
+    """The database the ledger and the live runs share: this test's backend (each call a new connection or pool, as
+    another session or process would open)."""
+    _OPENED.append(migrated_database(_BACKEND["url"]))
+    return _OPENED[-1]
 
 
 class Clock:

@@ -87,6 +87,8 @@ class SqlRunStore:
             beats, self._heartbeats = list(self._heartbeats), set()
         for beat in beats:
             beat.stop()
+        for beat in beats:  # a beat already writing finishes before the database closes under it
+            beat.join()
         if self._owns_db:
             self.db.close()
 
@@ -109,14 +111,10 @@ class SqlRunStore:
     def heartbeat(self, run_id: str, every: float) -> Heartbeat:
         """Start beating for `run_id` every `every` seconds until the returned Heartbeat is stopped."""
         beat = Heartbeat(self, run_id, every)
-        with self._heartbeats_lock:
-            self._heartbeats.add(beat)
+        with self._heartbeats_lock:  # stopped ones are kept until their thread ends, so close() can wait for them
+            self._heartbeats = {b for b in self._heartbeats if b.alive} | {beat}
         beat.start()
         return beat
-
-    def forget(self, beat: Heartbeat) -> None:
-        with self._heartbeats_lock:
-            self._heartbeats.discard(beat)
 
     # -- writing: through one recorder per run, which cleans what it hands to the methods below -----------
     def recorder(self, run_id: str, *, secrets: Iterable[str | None] = (),
@@ -282,7 +280,6 @@ class SqlRunRecorder:
         """Stop the heartbeat (finish does; a caller whose run ended without a result calls it)."""
         if self._heartbeat is not None:
             self._heartbeat.stop()
-            self.store.forget(self._heartbeat)
             self._heartbeat = None
 
     def emit(self, event: Event, *, tokens: int = 0, ms: float = 0.0) -> None:
@@ -321,6 +318,15 @@ class Heartbeat:
 
     def stop(self) -> None:
         self._stop.set()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def join(self) -> None:
+        """Wait for a beat in progress (at most the database's connect timeout, when it is away)."""
+        if self._thread.is_alive():
+            self._thread.join(self.every + 30)
 
 
 class SqliteRunStore(SqlRunStore):
