@@ -598,3 +598,13 @@ def test_cli_fetch_json(server: WebServer) -> None:
                          "published", "truncated", "bytes"}
     code, data = run("/nope")
     assert code == 1 and data["error_kind"] == "http_status" and data["status"] == 404
+
+
+@pytest.mark.parametrize("location,reason", [
+    ("http://[::1", "cannot be parsed"), ("http://a\tb/", "cannot be parsed"), ("//[bad", "cannot be parsed"),
+    ("http://exa mple.com/", "refused URL"), ("http://h:99999/", "refused URL")])
+def test_a_redirect_to_an_unparseable_location_is_blocked_with_the_reason(location: str, reason: str) -> None:
+    with WebServer({"/r": Route.redirect(location)}) as web:
+        fetcher, _ = fetcher_for(web)
+        result = fetcher.fetch(web.url("/r"))
+    assert not result.ok and result.error_kind == "blocked" and reason in (result.error or "")

@@ -163,6 +163,15 @@ def test_json_of_the_wrong_shape_fails_clearly(fake: FakeSearchApi, http: httpx.
         provider_for(fake.kind, fake, http, Sleeps()).search("q")
 
 
+@pytest.mark.parametrize("body", [b'{"status": "ok", "items": []}', b'{}', b'{"type": "news", "web": null}'])
+def test_json_from_another_service_is_a_shape_error_naming_the_base_url_not_no_results(
+        fake: FakeSearchApi, http: httpx.Client, body: bytes) -> None:
+    # A base URL pointing at the wrong service answers 200 with JSON that has no results: that is not "none found".
+    fake.fail_next(Canned(status=200, body=body, headers={"Content-Type": "application/json"}))
+    with pytest.raises(SearchFailed, match="unexpected shape.*RESEARCH_SEARCH_BASE_URL"):
+        provider_for(fake.kind, fake, http, Sleeps()).search("q")
+
+
 def test_other_4xx_is_not_retried_and_never_echoes_the_key(fake: FakeSearchApi, http: httpx.Client) -> None:
     fake.fail_next(Canned(status=422, body=f'{{"error": "bad query", "token": "{KEY}"}}'.encode(),
                           headers={"Content-Type": "application/json"}))
@@ -301,6 +310,18 @@ def test_parse_web_search_blocks_reads_the_documented_shape() -> None:
                      snippet="NASA confirmed water vapour above Europa's surface.", published="2019-11-18"),
         SearchResult(title="Titan map", url="https://example.org/titan", snippet="", published=None),
     ]
+
+
+def test_an_empty_cited_text_never_becomes_a_snippet() -> None:
+    empty_first = {"type": "text", "text": "Cited twice.", "citations": [
+        {"type": "web_search_result_location", "url": "https://example.org/titan", "cited_text": "  "},
+        {"type": "web_search_result_location", "url": "https://example.org/titan", "cited_text": ""},
+        {"type": "web_search_result_location", "url": "https://example.org/titan", "cited_text": "Titan's lakes."},
+    ]}
+    results = {r.url: r.snippet for r in parse_web_search_blocks([*ANTHROPIC_TURN, empty_first])}
+    assert results["https://example.org/titan"] == "Titan's lakes."  # the empty citations did not claim it first
+    only_empty = [*ANTHROPIC_TURN[:2], {**empty_first, "citations": empty_first["citations"][:2]}]
+    assert {r.url: r.snippet for r in parse_web_search_blocks(only_empty)}["https://example.org/titan"] == ""
 
 
 def test_parse_web_search_blocks_turns_a_tool_error_into_search_failed() -> None:

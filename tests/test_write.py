@@ -22,7 +22,14 @@ from pipeline.research.context import RunContext
 from pipeline.research.prompts import load
 from pipeline.research.steps.checks import Evidence, check_report
 from pipeline.research.steps.review import write_and_review
-from pipeline.research.steps.write import LABEL, no_evidence_report, sources_section, write_report, writer_message
+from pipeline.research.steps.write import (
+    LABEL,
+    label,
+    no_evidence_report,
+    sources_section,
+    write_report,
+    writer_message,
+)
 from pipeline.web.corpus import Corpus, CorpusPage, CorpusSearch, build_corpus
 from pipeline.web.fetch import Fetcher
 from pipeline.web.search.service import SearchService
@@ -348,3 +355,11 @@ def test_label_names_the_proxies_of_the_plan() -> None:
     assert "most popular measured by \\[most GitHub stars\\]\\(x\\)" in line  # inert: no link can form
     assert line in no_evidence_report("Which is most popular?", ev)
     assert label(Evidence(findings=[], sources=[])) == label()
+
+
+def test_a_proxy_two_sub_questions_share_is_named_once_in_the_label() -> None:
+    evidence = Evidence(findings=[], sources=[], proxies=["most GitHub stars", "most  github stars",
+                                                          "downloads per month", "most GitHub stars"])
+    text = label(evidence)
+    assert text.count("GitHub stars") + text.count("github stars") == 1
+    assert "most GitHub stars; downloads per month" in text

@@ -31,25 +31,11 @@ def _too_short(where: str) -> str:
             f"characters. The operator should set a code of at least {MIN_CODE_CHARS} characters.")
 
 
-def _crc32c_table() -> list[int]:
-    table = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_CRC_TABLE = _crc32c_table()
-
-
 def crc32c(data: bytes) -> int:
-    """CRC32C (Castagnoli), the checksum Secret Manager sends with each payload."""
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc = _CRC_TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
+    """CRC32C (Castagnoli), the checksum Secret Manager sends with each payload (Google's google-crc32c, in C)."""
+    import google_crc32c
+
+    return int(google_crc32c.value(data))
 
 
 class SecretError(Exception):

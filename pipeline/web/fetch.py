@@ -268,7 +268,11 @@ class WebPages:
                 if hop == MAX_REDIRECTS:
                     raise _Failure("blocked", f"the page redirects more than {MAX_REDIRECTS} times",
                                    _Origin(final_url=vetted.url))
-                target = urljoin(vetted.url, answer)
+                try:
+                    target = urljoin(vetted.url, answer)
+                except ValueError as e:  # e.g. a bracket that opens an IPv6 host and never closes
+                    raise _Failure("blocked", f"it redirects to a URL that cannot be parsed ({e})",
+                                   _Origin(final_url=vetted.url)) from None
                 checked = check_url(target, self._settings, self._resolve)
                 if isinstance(checked, Blocked):
                     raise _Failure(checked.error_kind, f"it redirects to a refused URL: {checked.reason}",
@@ -277,6 +281,11 @@ class WebPages:
         except (httpx.TimeoutException, httpcore.TimeoutException):
             raise _Failure("timeout", "the site did not deliver the page within "
                                       f"{self._settings.fetch_deadline:g} s") from None
+        except httpx.RemoteProtocolError as e:
+            if "location header" in str(e).lower():  # httpx could not parse where the redirect points
+                raise _Failure("blocked", "it redirects to a URL that cannot be parsed (its Location header is "
+                                          "malformed)", _Origin(final_url=vetted.url)) from None
+            raise _Failure("network", f"the connection failed ({type(e).__name__})") from None
         except (httpx.HTTPError, httpx.InvalidURL, httpcore.NetworkError, httpcore.ProtocolError,
                 httpcore.UnsupportedProtocol, ssl.SSLError) as e:
             raise _Failure("network", f"the connection failed ({type(e).__name__})") from None

@@ -30,7 +30,14 @@ def label(evidence: Evidence | None = None) -> str:
     """The machine-assisted label; it also names every proxy the plan chose for a vague term, so the reader sees it."""
     if evidence is None or not evidence.proxies:
         return LABEL
-    return LABEL[:-1] + " Vague terms were measured by proxies: " + "; ".join(inert(p) for p in evidence.proxies) + "._"
+    # Two sub-questions may share a proxy: each is named once (spacing and case aside), in the plan's order.
+    seen: set[str] = set()
+    proxies = []
+    for proxy in (" ".join(p.split()) for p in evidence.proxies):
+        if proxy.casefold() not in seen:
+            seen.add(proxy.casefold())
+            proxies.append(proxy)
+    return LABEL[:-1] + " Vague terms were measured by proxies: " + "; ".join(inert(p) for p in proxies) + "._"
 
 
 def usable_findings(evidence: Evidence) -> list[Finding]:

@@ -35,8 +35,9 @@ def _cited_snippets(blocks: list[dict[str, Any]]) -> dict[str, str]:
         if block.get("type") != "text":
             continue
         for citation in block.get("citations") or []:
-            if citation.get("type") == "web_search_result_location" and citation.get("url"):
-                snippets.setdefault(citation["url"], plain(citation.get("cited_text")))
+            text = plain(citation.get("cited_text"))
+            if citation.get("type") == "web_search_result_location" and citation.get("url") and text:
+                snippets.setdefault(citation["url"], text)  # an empty citation never stands in for a snippet
     return snippets
 
 

@@ -177,4 +177,5 @@ def validated(model: type[BaseModel], body: Any, provider: str) -> Any:
     except ValidationError as e:
         where = ".".join(str(p) for p in e.errors()[0]["loc"]) or "top level"
         raise SearchFailed(f"SEARCH_FAILED: {provider} answered in an unexpected shape (at {where}); "
-                           "the search service or its base URL is misconfigured.") from None
+                           "the search service or its base URL is misconfigured: check RESEARCH_SEARCH_BASE_URL "
+                           "(or RESEARCH_SEARXNG_URL).") from None

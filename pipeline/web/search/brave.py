@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import date
+from typing import Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict
@@ -37,6 +38,9 @@ class _Web(BaseModel):
 
 class _Response(BaseModel):
     model_config = ConfigDict(extra="ignore")
+    # Every web search answer says so; without it the JSON came from another service (a wrong base URL), whose
+    # answer would otherwise read as "no results".
+    type: Literal["search"]
     web: _Web | None = None
 
 
