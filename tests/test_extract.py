@@ -15,7 +15,7 @@ import trafilatura
 from pypdf import PdfReader, PdfWriter
 from trafilatura.utils import load_html
 
-from pipeline.web.extract import ExtractionError, extract_html, extract_pdf, extract_text_plain
+from pipeline.web.extract import ExtractionError, extract_html, extract_pdf, extract_text_plain, garbled_share
 from pipeline.web.fetch import decode_text
 
 PAGES = Path(__file__).parent / "fixtures" / "pages"
@@ -247,3 +247,38 @@ def test_pages_are_extracted_one_at_a_time_across_threads(monkeypatch: pytest.Mo
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(lambda _: extract.extract_html(page), range(16)))
     assert most == 1 and all(r.text for r in results)
+
+
+def test_a_pdf_cut_at_the_page_limit_says_so() -> None:
+    assert extract_pdf(REPORT, max_pages=2).truncated and not extract_pdf(REPORT).truncated
+
+
+def test_glyph_name_text_is_garbled_and_refused_with_the_reason() -> None:
+    assert garbled_share("Revenue rose by 12 percent in 2023, the report says.") == 0.0
+    assert garbled_share("Выручка выросла на 12 процентов. 收入增长了百分之十二。") == 0.0
+    assert garbled_share("/G21/G22 g0041 g0042 (cid:12) (cid:13) /uni0041 \ue001\ue002") > 0.9
+    glyphs = make_pdf([["/G21 /G22 /G23 g0041 g0042 g0043", "(cid:12) (cid:13) (cid:14) /uni0041 /uni0042"]])
+    with pytest.raises(ExtractionError, match="garbled: .* glyph names"):
+        extract_pdf(glyphs)
+    mostly_words = make_pdf([["Revenue rose by 12 percent over the year, and costs fell by 3 percent.", "g0041"]])
+    assert "Revenue rose" in extract_pdf(mostly_words).text  # one stray glyph token does not condemn a page
+
+
+@pytest.mark.parametrize("error,named", [("DependencyError", "needs a feature this reader lacks"),
+                                         ("DeprecationError", "no longer supports"),
+                                         ("ZeroDivisionError", "could not be read (ZeroDivisionError")])
+def test_pypdf_failures_are_named_not_a_bare_exit_code(monkeypatch: pytest.MonkeyPatch, error: str,
+                                                        named: str) -> None:
+    import pypdf
+    import pypdf.errors
+
+    from pipeline.web import pdf_worker
+
+    kind = getattr(pypdf.errors, error, None) or ZeroDivisionError
+
+    def failing_reader(*args: object, **kwargs: object) -> object:
+        raise kind("JPXDecode needs pillow")
+
+    monkeypatch.setattr(pypdf, "PdfReader", failing_reader)  # a library failure, planted where pypdf raises it
+    answer = pdf_worker.extract(REPORT, 10)
+    assert answer["ok"] is False and named in str(answer["error"])

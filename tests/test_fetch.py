@@ -464,6 +464,16 @@ def test_a_pdf_is_extracted_and_a_malformed_one_fails_cleanly(server: WebServer)
     assert (bad.error or "").startswith("FETCH_FAILED: unsupported_type - the PDF could not be read")
 
 
+def test_a_pdf_longer_than_the_page_limit_is_fetched_and_reported_truncated(server: WebServer) -> None:
+    from tests.test_extract import make_pdf
+
+    long_pdf = make_pdf([[f"Page {i} reports a figure of {i} units."] for i in range(1, 203)])
+    server.route("/long.pdf", Route.content(long_pdf, "application/pdf"))
+    result = fetcher_for(server)[0].fetch(server.url("/long.pdf"))
+    assert result.ok and result.truncated  # read up to the page limit (200), and said so
+    assert "Page 200 reports" in (result.text or "") and "Page 201 reports" not in (result.text or "")
+
+
 def test_a_page_without_text_is_reported_not_returned_empty(server: WebServer) -> None:
     server.route("/js", Route.html("<html><body><script>render()</script></body></html>"))
     result = fetcher_for(server)[0].fetch(server.url("/js"))

@@ -19,6 +19,7 @@ import re
 import subprocess
 import sys
 import threading
+import unicodedata
 from pathlib import Path
 
 import lxml.html
@@ -40,6 +41,7 @@ class Extracted(BaseModel):
     title: str | None = None
     text: str
     published: str | None = None
+    truncated: bool = False  # a PDF read only up to its page limit
 
 
 class ExtractionError(Exception):
@@ -163,10 +165,34 @@ def extract_pdf(data: bytes, *, timeout: float = 20, max_pages: int = 200, max_m
         if proc.returncode < 0 or b"MemoryError" in proc.stderr:
             raise ExtractionError(
                 f"PDF extraction exceeded its limits ({max_memory_mb} MB memory or CPU time) and was stopped") from None
-        raise ExtractionError(f"PDF extraction failed (worker exit code {proc.returncode})") from None
+        last = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        raise ExtractionError(f"PDF extraction failed (worker exit code {proc.returncode}"
+                              + (f": {' '.join(last[0].split())[:160]}" if last[0] else "") + ")") from None
     if not answer.get("ok"):
         raise ExtractionError(str(answer.get("error") or "PDF extraction failed"))
     text = _clean(answer.get("text") or "")
     if not text:
         raise ExtractionError("the PDF has no extractable text (it may be scanned images)")
-    return Extracted(title=answer.get("title") or None, text=text, published=answer.get("published") or None)
+    share = garbled_share(text)
+    if share > GARBLED_LIMIT:
+        raise ExtractionError(f"the PDF's text is garbled: {share:.0%} of it is glyph names or characters with no "
+                              "meaning (its fonts have no Unicode map), so nothing in it can be quoted")
+    return Extracted(title=answer.get("title") or None, text=text, published=answer.get("published") or None,
+                     truncated=bool(answer.get("truncated")))
+
+
+# Text from fonts with no Unicode map comes out as glyph names ("/G21", "g0123", "(cid:12)", "/uni0041") or as
+# private-use and replacement characters. Real text in any script is mostly letters inside words.
+GARBLED_LIMIT = 0.3
+_GLYPH_TOKEN = re.compile(r"^(?:/?(?:g|G|glyph|uni|u)[0-9A-Fa-f]{1,6}|\(cid:\d+\)|/[A-Za-z]?\d+)+$")
+
+
+def garbled_share(text: str) -> float:
+    """The share of the text's non-space characters that belong to glyph-name tokens or are private-use,
+    replacement or unassigned characters (0 for real text, towards 1 for text from unmapped fonts)."""
+    chars = [c for c in text if not c.isspace()]
+    if not chars:
+        return 0.0
+    bad = sum(len(token) for token in text.split() if _GLYPH_TOKEN.match(token))
+    bad += sum(1 for c in chars if c == "\ufffd" or unicodedata.category(c) in ("Co", "Cn"))
+    return min(1.0, bad / len(chars))

@@ -349,7 +349,7 @@ class WebPages:
         return FetchResult(ok=True, url=url, final_url=page.final_url, status=page.status,
                            content_type=page.media_type, title=page.title or extracted.title,
                            text=extracted.text, published=page.published or extracted.published,
-                           truncated=page.truncated, bytes=len(page.body))
+                           truncated=page.truncated or extracted.truncated, bytes=len(page.body))
 
 
 def failed(url: str, kind: ErrorKind, reason: str) -> FetchResult:

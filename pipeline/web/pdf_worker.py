@@ -36,10 +36,14 @@ def _pdf_date(value: object) -> str | None:
     return f"{year}-{month}-{day}" if "01" <= month <= "12" and "01" <= day <= "31" else None
 
 
+def _one_line(text: str, limit: int = 200) -> str:
+    return " ".join(text.split())[:limit]
+
+
 def extract(data: bytes, max_pages: int) -> dict[str, object]:
     """Text and metadata of the first `max_pages` pages; an {ok: false, error} dict for a PDF we cannot read."""
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    from pypdf.errors import DependencyError, DeprecationError, PdfReadError
 
     try:
         reader = PdfReader(io.BytesIO(data))
@@ -57,8 +61,14 @@ def extract(data: bytes, max_pages: int) -> dict[str, object]:
         published = _pdf_date(meta.get("/CreationDate"))
     except MemoryError:
         return {"ok": False, "error": "the PDF needed more memory than allowed"}
+    except DependencyError as e:  # e.g. an image filter or AES decryption that needs an optional library
+        return {"ok": False, "error": _one_line(f"the PDF needs a feature this reader lacks ({e})")}
+    except DeprecationError as e:
+        return {"ok": False, "error": _one_line(f"the PDF uses a construct this reader no longer supports ({e})")}
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError, OSError) as e:
-        return {"ok": False, "error": f"the PDF is malformed ({type(e).__name__}: {str(e)[:120]})".replace("\n", " ")}
+        return {"ok": False, "error": _one_line(f"the PDF is malformed ({type(e).__name__}: {e})")}
+    except Exception as e:  # any other failure inside pypdf: named, never a bare exit code
+        return {"ok": False, "error": _one_line(f"the PDF could not be read ({type(e).__name__}: {e})")}
     return {"ok": True, "title": title, "text": "\n\n".join(t for t in texts if t), "published": published,
             "pages": total, "truncated": total > max_pages}
 
