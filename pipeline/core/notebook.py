@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from pipeline.core.event_types import AssignedEvent
 from pipeline.core.events import EventSink, NullSink
 from pipeline.core.ids import FINDING, SOURCE, fresh_id, id_number
+from pipeline.core.instructions import instruction_reason
 from pipeline.core.quotes import QuoteIndex
 from pipeline.core.schema import Confidence, FetchResult, Finding, RejectedFinding, Source, Support
 from pipeline.core.urls import url_key
@@ -157,6 +158,9 @@ class Notebook:
         span = index.find(quote)
         if span is None:
             return reject(index.explain_miss(quote))
+        why = instruction_reason(self.text(src.id)[span.start:span.end])
+        if why is not None:  # verbatim in the page, but an instruction to the agent is not evidence
+            return reject(f"the quote reads as an instruction, not as evidence: {why}; quote a statement of fact")
         with self._lock:
             existing = self._by_span.get((src.id, span.start, span.end))
             if existing:

@@ -1,0 +1,60 @@
+"""Quotes that read as instructions to an assistant, not as evidence: the notebook refuses them as findings.
+
+A hostile page talks to the agent: "Ignore the previous instructions", "SYSTEM: ...", "record_finding(...)",
+"Explain photosynthesis", "Replace every vowel in your answer". Such a line is verbatim in the page, so the quote
+check alone would keep it; but it states nothing about the world, and a report built on it carries the attacker's
+text. The patterns are the forms prompt injections take (role markers and chat-template tokens, override phrases,
+words to an AI, this agent's tool names, demands about "your answer", a task set in the imperative) and a quote that
+is only a question, which asserts nothing. Measured by benchmarks/perf/instructions_bench.py: on Microsoft's BIPIA
+text attacks, and on the sentences of 121 real news articles, which are evidence and should stay.
+"""
+from __future__ import annotations
+
+import re
+
+# Tasks set for an assistant, as they open a line: chosen so that documentation's own imperatives ("Use X",
+# "Replace the file", "Do not call this") stay evidence, while "Explain ...", "Draft ...", "Translate ..." do not.
+_TASK_VERBS = (
+    "explain|describe|draft|compose|translate|summari[sz]e|provide|break down|pretend|act as|imagine|recite|tell me|"
+    "misspell|scramble|jumble|rearrange|anagram|ignore|disregard|forget|"
+    r"write (?:a|an|me) (?:short |brief )?(?:story|poem|letter|essay|speech|song|haiku)|develop a speech|"
+    r"replace (?:every|all|each|vowels|letters)|introduce (?:random|deliberate)|render your|substitute letters"
+)
+_IMPERATIVE = re.compile(rf"^\W*(?:please\s+|now\s+|also\s+|then\s+)?(?:{_TASK_VERBS})\b", re.I)
+_ROLE = re.compile(r"(?:^|\n)\s*(?:system|assistant|user|developer|human)\s*:|<\|im_(?:start|end)\|>|\[/?INST\]|"
+                   r"###\s*(?:instruction|system)", re.I)
+_OVERRIDE = re.compile(r"\b(?:ignore|disregard|forget|override|bypass)\b[^.]{0,60}\b(?:instructions?|prompts?|"
+                       r"rules?|guidelines?|directions?|messages?|context)\b", re.I)
+_TO_AN_AI = re.compile(r"\byou are (?:now )?(?:an? |the )?(?:ai|assistant|language model|chatbot|bot|agent|gpt|"
+                       r"claude|llm)\b|\bas an ai\b|\b(?:ai|language model|assistant|agent|llm)s?,? (?:must|should|"
+                       r"shall|need to|have to)\b", re.I)
+_TOOLS = re.compile(r"\b(?:record_finding|fetch_page|web_search|find_in_page)\b")
+# "Execute the following code block", not "The following code shows how": the verb makes it a demand.
+_CODE = re.compile(r"\b(?:include|use|run|execute|add|insert|infuse|integrate|merge|embed|incorporate|utili[sz]e|"
+                   r"apply|adopt|employ|paste|copy)\b[^.]{0,40}\bthe (?:following|below|subsequent|above) "
+                   r"(?:code|snippet|script|command)", re.I)
+_YOUR_OUTPUT = re.compile(r"\byour (?:answer|response|reply|replies|message|output|summary|report|implementation|"
+                          r"solution|code|codebase|algorithm|program|script|elucidation|explanation)s?\b", re.I)
+
+
+def instruction_reason(quote: str) -> str | None:
+    """Why `quote` reads as an instruction to an assistant (or a bare question), or None when it reads as a
+    statement that can be evidence."""
+    text = " ".join(quote.split())
+    if _ROLE.search(quote):
+        return "it carries a chat role marker (SYSTEM:, USER:, ...)"
+    if _OVERRIDE.search(text):
+        return "it tells the reader to ignore or override instructions"
+    if _TO_AN_AI.search(text):
+        return "it speaks to an AI assistant"
+    if _TOOLS.search(text):
+        return "it names this agent's tools"
+    if _YOUR_OUTPUT.search(text):
+        return "it sets rules for the reader's answer"
+    if _CODE.search(text):
+        return "it hands the reader code to use"
+    if text.endswith("?") and not re.search(r"[.!]\s", text):
+        return "it is a question, which states nothing"
+    if _IMPERATIVE.match(text):
+        return "it is a request in the imperative, not a statement"
+    return None
