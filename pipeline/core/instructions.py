@@ -37,24 +37,23 @@ _YOUR_OUTPUT = re.compile(r"\byour (?:answer|response|reply|replies|message|outp
                           r"solution|code|codebase|algorithm|program|script|elucidation|explanation)s?\b", re.I)
 
 
+_ROLE_REASON = "it carries a chat role marker (SYSTEM:, USER:, ...)"
+# In order: the first that matches names the reason. Each pattern runs on the quote with its spacing collapsed.
+_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (_OVERRIDE, "it tells the reader to ignore or override instructions"),
+    (_TO_AN_AI, "it speaks to an AI assistant"),
+    (_TOOLS, "it names this agent's tools"),
+    (_YOUR_OUTPUT, "it sets rules for the reader's answer"),
+    (_CODE, "it hands the reader code to use"),
+    (re.compile(r"^[^.!]*(?:[.!](?!\s)[^.!]*)*\?$"), "it is a question, which states nothing"),
+    (_IMPERATIVE, "it is a request in the imperative, not a statement"),
+)
+
+
 def instruction_reason(quote: str) -> str | None:
     """Why `quote` reads as an instruction to an assistant (or a bare question), or None when it reads as a
     statement that can be evidence."""
+    if _ROLE.search(quote):  # on the raw text: a role marker opens a line
+        return _ROLE_REASON
     text = " ".join(quote.split())
-    if _ROLE.search(quote):
-        return "it carries a chat role marker (SYSTEM:, USER:, ...)"
-    if _OVERRIDE.search(text):
-        return "it tells the reader to ignore or override instructions"
-    if _TO_AN_AI.search(text):
-        return "it speaks to an AI assistant"
-    if _TOOLS.search(text):
-        return "it names this agent's tools"
-    if _YOUR_OUTPUT.search(text):
-        return "it sets rules for the reader's answer"
-    if _CODE.search(text):
-        return "it hands the reader code to use"
-    if text.endswith("?") and not re.search(r"[.!]\s", text):
-        return "it is a question, which states nothing"
-    if _IMPERATIVE.match(text):
-        return "it is a request in the imperative, not a statement"
-    return None
+    return next((reason for pattern, reason in _RULES if pattern.search(text)), None)
