@@ -23,7 +23,7 @@ from pipeline.store.sql import SqliteRunStore, SqlRunStore
 from pipeline.store.timeline import load_timeline
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.corpora import qdrant_corpus
-from tests.fakes.postgres_server import PASSWORD
+from tests.fakes.postgres_server import PASSWORD, postgres_server
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
 from tests.fakes.secret_manager import FakeSecretManager
@@ -354,6 +354,23 @@ def test_an_unreachable_database_is_named_and_the_saved_runs_stay_readable(env: 
     assert not saved.exception and not saved.error
     for page_shown in (at, report, saved):
         assert PASSWORD not in str(page_shown)
+
+
+def test_a_database_that_goes_away_during_a_session_is_one_clear_message(env: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    with postgres_server() as server, server.database() as url:
+        monkeypatch.setenv("ACCESS_CODE", CODE)
+        monkeypatch.setenv("RESEARCH_DB", url)
+        at = unlock(page("live"), CODE)
+        assert not at.exception and at.session_state["live_unlocked"] is True and at.radio(key="mode")
+        server.stop()  # the session is unlocked and the page was built; then the database goes away
+        try:
+            at.run()
+        finally:
+            server.start()
+        shown = texts(at, "error").replace("\u200b", "")
+        assert not at.exception and "Live runs are unavailable" in shown and "RESEARCH_DB (postgresql://" in shown
+        assert PASSWORD not in str(at)
 
 
 def test_a_short_access_code_keeps_live_runs_off(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -195,3 +195,34 @@ def test_a_run_whose_database_goes_away_raises_a_clear_error_and_stops_beating(o
         row = store.run("outage01")  # the run row written before the outage is kept, unfinished
         assert row is not None and row.status == "running" and row.question.startswith("What does Qdrant")
         store.close()
+
+
+class SlowBeatStore(SqlRunStore):
+    """A store whose heartbeat write waits until the test lets it go: a beat caught in the middle of its write."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        self.entered, self.release = threading.Event(), threading.Event()
+        super().__init__(*args, **kwargs)
+
+    def beat(self, run_id: str) -> None:
+        self.entered.set()
+        assert self.release.wait(10)
+        super().beat(run_id)
+
+
+def test_closing_a_store_waits_for_a_heartbeat_in_the_middle_of_its_write(tmp_path: Path) -> None:
+    failures: list[BaseException] = []
+    hook, threading.excepthook = threading.excepthook, lambda args: failures.append(args.exc_value)  # type: ignore[assignment,misc]
+    try:
+        store = SlowBeatStore(open_database(str(tmp_path / "runs.sqlite")), stale_after=0.04)  # a beat every 0.01 s
+        store.recorder("slow").start(question="Closing?", options=RunOptions(), models={}, prompt_version="v")
+        assert store.entered.wait(5)
+        closer = threading.Thread(target=store.close)
+        closer.start()
+        time.sleep(0.3)
+        assert closer.is_alive()  # the database is not closed under the beat that is writing
+        store.release.set()
+        closer.join(10)
+        assert not closer.is_alive() and failures == []
+    finally:
+        threading.excepthook = hook

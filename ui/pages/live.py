@@ -8,9 +8,6 @@ a model key only the extractive mode (no model) is offered.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
-
 import streamlit as st
 
 from pipeline.store.base import StoreError
@@ -50,27 +47,13 @@ if not st.session_state.get(UNLOCKED):
         st.error(md_text(verdict.message), icon=":material/block:")
     st.stop()
 
-try:
-    jobs: JobRegistry = registry(cfg)
-    limits = jobs.limits
-    st.caption(f"Server limits: {jobs.running()} of {limits.max_concurrent} live runs in progress; "
-               f"\\${jobs.ledger.today():.2f} of \\${limits.daily_usd:.2f} spent or reserved today (UTC), shared by "
-               "all visitors.")
-except StoreError as e:  # the database is down or misconfigured: saved reports stay readable elsewhere
+
+
+def unavailable(e: StoreError) -> None:
+    """The database is down or misconfigured: say so (the message names RESEARCH_DB, its password masked) and stop;
+    saved reports stay readable on the other pages."""
     st.error(md_text(f"Live runs are unavailable: {e}"), icon=":material/error:")
     st.stop()
-
-T = TypeVar("T")
-
-
-def guarded(call: Callable[[], T]) -> T:
-    """`call()`, or the page stops with the database's message (it names RESEARCH_DB, its password masked)."""
-    try:
-        return call()
-    except StoreError as e:
-        st.error(md_text(f"Live runs are unavailable: {e}"), icon=":material/error:")
-        st.stop()
-        raise  # st.stop() does not return
 
 
 def progress_view(p: LiveProgress) -> None:
@@ -97,95 +80,112 @@ def progress_view(p: LiveProgress) -> None:
     if p.cancel_requested:
         st.info("Cancelling: the run is finishing the call it is in, then it stops and keeps what it gathered.")
     elif st.button("Cancel run", icon=":material/stop_circle:", key="cancel"):
-        guarded(lambda: jobs.cancel(p.run_id))
+        jobs.cancel(p.run_id)
         st.rerun(scope="fragment")
 
 
 @st.fragment(run_every=1.0)
 def progress_panel(run_id: str) -> None:
-    p = guarded(lambda: jobs.progress(run_id))
-    if p is None or p.status != "running":
-        st.rerun()  # the whole page then shows the finished (or interrupted) run
-    else:
-        progress_view(p)
+    try:  # a fragment reruns on its own, outside the page's guard below
+        p = jobs.progress(run_id)
+        if p is None or p.status != "running":
+            st.rerun()  # the whole page then shows the finished (or interrupted) run
+        else:
+            progress_view(p)
+    except StoreError as e:
+        unavailable(e)
 
 
 def resume_button(run_id: str, key: str) -> None:
     if st.button("Resume", icon=":material/play_arrow:", key=key,
                  help="Continue on this server: finished calls are reused from the record, not repeated or paid "
                       "again; a fresh spend reservation covers what the run's budget has left."):
-        outcome = guarded(lambda: jobs.resume(run_id))
+        outcome = jobs.resume(run_id)
         if isinstance(outcome, Job):
             st.query_params[RUN] = run_id
             st.rerun()
         st.error(md_text(outcome.message), icon=":material/block:")
 
 
-run_id = st.query_params.get(RUN) or ""
-shown = guarded(lambda: jobs.progress(run_id)) if run_id else None
-if shown is not None and shown.status == "running":
-    st.subheader("Running")
-    progress_panel(shown.run_id)
-    st.stop()
+def live_page() -> None:
+    """The run in the URL, else the interrupted runs and the form to start one."""
+    run_id = st.query_params.get(RUN) or ""
+    shown = jobs.progress(run_id) if run_id else None
+    if shown is not None and shown.status == "running":
+        st.subheader("Running")
+        progress_panel(shown.run_id)
+        st.stop()
 
-if shown is not None:
-    rr = guarded(lambda: jobs.result(run_id))
-    if shown.status == "interrupted":
-        st.warning(md_text(f"This run stopped when its server instance did ({shown.step}, {shown.findings} findings "
-                           "so far). Everything it had done is recorded."), icon=":material/pause_circle:")
-        resume_button(shown.run_id, "resume_shown")
-    elif rr is None:
-        st.error(md_text(shown.error or "The run stopped without a result."), icon=":material/error:")
-    else:
-        n = len(rr.findings)
-        cost = "no model, \\$0" if rr.mode == "extractive" else f"\\${rr.usage.cost_usd:.4f}"
-        st.success(f"Finished: {rr.status}, {n} finding{'s' if n != 1 else ''}, {cost}.",
-                   icon=":material/check_circle:")
-        st.page_link("ui/pages/report.py", label="Open in the report view (shareable link)",
-                     icon=":material/article:", query_params={"run": rr.run_id})
-        show_report(rr, load_timeline(rr, cfg.live_dir, store(cfg)), key="live")
-    if st.button("Ask another question", icon=":material/add:"):
-        st.query_params.pop(RUN, None)
-        st.rerun()
-    st.stop()
+    if shown is not None:
+        rr = jobs.result(run_id)
+        if shown.status == "interrupted":
+            st.warning(md_text(f"This run stopped when its server instance did ({shown.step}, {shown.findings} "
+                               "findings so far). Everything it had done is recorded."),
+                       icon=":material/pause_circle:")
+            resume_button(shown.run_id, "resume_shown")
+        elif rr is None:
+            st.error(md_text(shown.error or "The run stopped without a result."), icon=":material/error:")
+        else:
+            n = len(rr.findings)
+            cost = "no model, \\$0" if rr.mode == "extractive" else f"\\${rr.usage.cost_usd:.4f}"
+            st.success(f"Finished: {rr.status}, {n} finding{'s' if n != 1 else ''}, {cost}.",
+                       icon=":material/check_circle:")
+            st.page_link("ui/pages/report.py", label="Open in the report view (shareable link)",
+                         icon=":material/article:", query_params={"run": rr.run_id})
+            show_report(rr, load_timeline(rr, cfg.live_dir, store(cfg)), key="live")
+        if st.button("Ask another question", icon=":material/add:"):
+            st.query_params.pop(RUN, None)
+            st.rerun()
+        st.stop()
 
-stopped = guarded(jobs.interrupted)
-if stopped:
-    with st.expander(f"Interrupted runs ({len(stopped)})", icon=":material/pause_circle:", expanded=True):
-        st.caption("These runs stopped when their server instance did. Resuming one continues it here without "
-                   "repeating any call it had finished.")
-        for row in stopped[:10]:
-            left, right = st.columns([5, 1])
-            left.markdown(f"**{md_text(row.question)}** · {md_text(mode_label(row.mode))} · `{row.run_id}`")
-            with right:
-                resume_button(row.run_id, f"resume_{row.run_id}")
+    stopped = jobs.interrupted()
+    if stopped:
+        with st.expander(f"Interrupted runs ({len(stopped)})", icon=":material/pause_circle:", expanded=True):
+            st.caption("These runs stopped when their server instance did. Resuming one continues it here without "
+                       "repeating any call it had finished.")
+            for row in stopped[:10]:
+                left, right = st.columns([5, 1])
+                left.markdown(f"**{md_text(row.question)}** · {md_text(mode_label(row.mode))} · `{row.run_id}`")
+                with right:
+                    resume_button(row.run_id, f"resume_{row.run_id}")
 
-offer = jobs.offer()
-if offer.problem is not None:
-    st.error(md_text(offer.problem), icon=":material/error:")
-    st.stop()
-if offer.note is not None:
-    st.info(md_text(offer.note), icon=":material/info:")
-if st.session_state.get("mode") not in offer.modes:  # e.g. a model key was removed since this session chose
-    st.session_state.pop("mode", None)
-# Outside the form, so that the budget choices below follow the mode picked.
-mode = st.radio("Researcher mode", offer.modes, format_func=MODES.__getitem__, key="mode")
+    offer = jobs.offer()
+    if offer.problem is not None:
+        st.error(md_text(offer.problem), icon=":material/error:")
+        st.stop()
+    if offer.note is not None:
+        st.info(md_text(offer.note), icon=":material/info:")
+    if st.session_state.get("mode") not in offer.modes:  # e.g. a model key was removed since this session chose
+        st.session_state.pop("mode", None)
+    # Outside the form, so that the budget choices below follow the mode picked.
+    mode = st.radio("Researcher mode", offer.modes, format_func=MODES.__getitem__, key="mode")
 
-with st.form("ask"):
-    question = st.text_area("Question", max_chars=500, key="question",
-                            placeholder="e.g. What does Qdrant Cloud pricing start at?")
-    preset = st.selectbox("Budget", list(PRESETS), index=0, key="preset",
-                          format_func=lambda k: preset_label(k, mode),
-                          help="Extractive runs cost nothing; the searches and fetches still count."
-                          if mode == "extractive" else f"Each run is also capped at ${limits.max_run_usd:.2f} and "
-                                                       "by what is left of today's limit.")
-    start = st.form_submit_button("Start research", icon=":material/play_arrow:", type="primary")
-if start and reveals_code(question or "", state):
-    st.error("Your question contains the access code. Remove it and ask again: questions are saved with their "
-             "report, which anyone with the link can read.", icon=":material/block:")
-elif start:
-    outcome = guarded(lambda: jobs.start(question or "", mode, preset))
-    if isinstance(outcome, Job):
-        st.query_params[RUN] = outcome.run_id
-        st.rerun()
-    st.error(md_text(outcome.message), icon=":material/block:")
+    with st.form("ask"):
+        question = st.text_area("Question", max_chars=500, key="question",
+                                placeholder="e.g. What does Qdrant Cloud pricing start at?")
+        preset = st.selectbox("Budget", list(PRESETS), index=0, key="preset",
+                              format_func=lambda k: preset_label(k, mode),
+                              help="Extractive runs cost nothing; the searches and fetches still count."
+                              if mode == "extractive" else f"Each run is also capped at ${limits.max_run_usd:.2f} and "
+                                                           "by what is left of today's limit.")
+        start = st.form_submit_button("Start research", icon=":material/play_arrow:", type="primary")
+    if start and reveals_code(question or "", state):
+        st.error("Your question contains the access code. Remove it and ask again: questions are saved with their "
+                 "report, which anyone with the link can read.", icon=":material/block:")
+    elif start:
+        outcome = jobs.start(question or "", mode, preset)
+        if isinstance(outcome, Job):
+            st.query_params[RUN] = outcome.run_id
+            st.rerun()
+        st.error(md_text(outcome.message), icon=":material/block:")
+
+
+try:  # every read of the database below is a StoreError when it is down: one message, never a traceback
+    jobs: JobRegistry = registry(cfg)
+    limits = jobs.limits
+    st.caption(f"Server limits: {jobs.running()} of {limits.max_concurrent} live runs in progress; "
+               f"\\${jobs.ledger.today():.2f} of \\${limits.daily_usd:.2f} spent or reserved today (UTC), shared by "
+               "all visitors.")
+    live_page()
+except StoreError as e:
+    unavailable(e)
