@@ -247,8 +247,6 @@ class JobRegistry:
             want = min(limits.cost_usd, self.limits.max_run_usd)
             try:
                 granted = self.ledger.reserve(run_id, want, self.limits.daily_usd, self.limits.min_run_usd)
-                if granted is not None:
-                    self.live.set_reserved(run_id, granted)
             except StoreError:
                 self.live.remove(run_id)  # no row is left behind for a run that never started
                 raise
@@ -433,8 +431,6 @@ class JobRegistry:
         if key is not None:
             try:
                 granted = self.ledger.reserve(key, want, self.limits.daily_usd, want)
-                if granted is not None:
-                    self.live.set_reserved(run_id, granted)
             except StoreError:
                 self.live.give_back(run_id)
                 raise

@@ -36,11 +36,9 @@ class LiveRow(BaseModel):
     progress: str | None = None
     error: str | None = None
     cancel: bool = False
-    reserved: float = 0.0
 
 
-_COLUMNS = "run_id, question, mode, limits, instance, status, started, heartbeat, finished, progress, error, cancel, " \
-           "reserved"
+_COLUMNS = "run_id, question, mode, limits, instance, status, started, heartbeat, finished, progress, error, cancel"
 
 
 def _row(values: tuple[object, ...]) -> LiveRow:
@@ -74,16 +72,13 @@ class LiveRunTable:
             if busy >= max_concurrent:
                 return busy
             now = self._clock()
-            tx.execute(f"INSERT INTO live_runs ({_COLUMNS}) VALUES (?,?,?,?,?,'running',?,?,NULL,NULL,NULL,0,0)",
+            tx.execute(f"INSERT INTO live_runs ({_COLUMNS}) VALUES (?,?,?,?,?,'running',?,?,NULL,NULL,NULL,0)",
                        (run_id, question, mode, limits.model_dump_json(), self.instance, now, now))
             return None
 
     def remove(self, run_id: str) -> None:
         """Forget a row that never ran (its spend reservation was refused)."""
         self.db.execute("DELETE FROM live_runs WHERE run_id = ? AND instance = ?", (run_id, self.instance))
-
-    def set_reserved(self, run_id: str, dollars: float) -> None:
-        self.db.execute("UPDATE live_runs SET reserved = ? WHERE run_id = ?", (dollars, run_id))
 
     def beat(self, run_id: str, progress_json: str) -> tuple[bool, bool]:
         """Record the heartbeat and progress of a run this instance owns: (still ours, cancel asked). Not ours any
@@ -125,7 +120,7 @@ class LiveRunTable:
     def mark_stale(self, run_id: str, status: LiveStatus = "interrupted", tx: Transaction | None = None) -> bool:
         """Mark a stale running row `status` (interrupted; or finished/failed when the run store shows it ended);
         True for exactly one caller, who then releases its spend."""
-        return (tx or self.db).execute("UPDATE live_runs SET status = ?, reserved = 0 WHERE run_id = ? AND "
+        return (tx or self.db).execute("UPDATE live_runs SET status = ? WHERE run_id = ? AND "
                                        "status = 'running' AND heartbeat <= ?",
                                        (status, run_id, self._clock() - self.stale_after)).rowcount == 1
 

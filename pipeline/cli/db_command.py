@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from pipeline.cli.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from pipeline.config import Settings
+from pipeline.store import store_exists
 from pipeline.store.database import check_target, is_postgres, mask, open_database
 from pipeline.store.migrations import SCHEMA_VERSION, migrate, schema_version
 
@@ -28,7 +28,7 @@ def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
     check_target(raw)
     kind = "PostgreSQL" if is_postgres(raw) else "SQLite"
     where = f"RESEARCH_DB: {mask(raw)} ({kind})"
-    if args.action == "check" and not is_postgres(raw) and not Path(raw).exists():
+    if args.action == "check" and not store_exists(settings):
         print(f"{where}: no database yet; it is created, at schema version {SCHEMA_VERSION}, on first use or by "
               "`python -m pipeline db upgrade`")
         return EXIT_FAILED

@@ -59,8 +59,7 @@ def _shared_state(tx: Transaction, real: str) -> None:
     tx.execute(f"""CREATE TABLE live_runs (
         run_id TEXT PRIMARY KEY, question TEXT NOT NULL, mode TEXT NOT NULL, limits TEXT NOT NULL,
         instance TEXT NOT NULL, status TEXT NOT NULL, started {real} NOT NULL, heartbeat {real} NOT NULL,
-        finished {real}, progress TEXT, error TEXT, cancel INTEGER NOT NULL DEFAULT 0, reserved {real} NOT NULL
-        DEFAULT 0)""")
+        finished {real}, progress TEXT, error TEXT, cancel INTEGER NOT NULL DEFAULT 0)""")
     tx.execute("CREATE INDEX live_runs_by_status ON live_runs (status, heartbeat)")
 
 
