@@ -46,6 +46,23 @@ def test_urls_are_shown_with_the_password_masked() -> None:
         check_target("mysql://u:pw@h/db")
 
 
+def test_a_short_password_is_masked_where_it_stands_without_garbling_the_message(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    assert mask("postgresql://u:p@127.0.0.1:5432/db") == "postgresql://u:***@127.0.0.1:5432/db"
+    monkeypatch.setenv("RESEARCH_DB", "postgresql://u:p@127.0.0.1:9/db")
+    assert main(["db", "check"]) == 2
+    err = capsys.readouterr().err
+    assert "RESEARCH_DB (postgresql://u:***@127.0.0.1:9/db)" in err and "port 9" in err  # "p" is not masked in words
+
+
+@pytest.mark.parametrize("value", ["", "   "])
+def test_an_empty_research_db_says_what_to_set(value: str, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RESEARCH_DB", value)
+    assert main(["db", "check"]) == 2 and main(["runs"]) == 2
+    assert "RESEARCH_DB is set but empty" in capsys.readouterr().err
+
+
 def test_db_check_and_upgrade(db_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
                               ) -> None:
     monkeypatch.setenv("RESEARCH_DB", db_url)

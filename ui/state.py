@@ -78,10 +78,9 @@ def store_problem() -> str | None:
     """Why the run store RESEARCH_DB names cannot be used (its password masked), or None when it can or does not
     exist yet."""
     settings = Settings()
-    if not store_exists(settings):
-        return None
     try:
-        _store(settings.db_path, settings.heartbeat_stale)
+        if store_exists(settings):
+            _store(settings.db_path, settings.heartbeat_stale)
     except StoreError as e:
         return str(e)
     return None
@@ -91,9 +90,9 @@ def store(cfg: AppConfig, *, create: bool = False) -> RunStore | None:
     """The run store (RESEARCH_DB), one per process; None when it does not exist and `create` is False, or when the
     database cannot be reached (the public pages then show what the saved files hold)."""
     settings = Settings()
-    if not (create or store_exists(settings)):
-        return None
     try:
+        if not (create or store_exists(settings)):
+            return None
         return _store(settings.db_path, settings.heartbeat_stale)
     except StoreError as e:
         if create:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pipeline.config import Settings
 from pipeline.store.base import RunStore, StoreError
-from pipeline.store.database import Database, is_postgres, open_database
+from pipeline.store.database import Database, check_target, is_postgres, open_database
 
 
 def migrated_database(raw: str) -> Database:
@@ -24,7 +24,8 @@ def migrated_database(raw: str) -> Database:
 
 def store_exists(settings: Settings) -> bool:
     """Whether the run store RESEARCH_DB names has been created (a run records there first); a PostgreSQL database
-    is taken to exist (opening it creates the tables)."""
+    is taken to exist (opening it creates the tables). StoreError when RESEARCH_DB is empty or of another kind."""
+    check_target(settings.db_path)
     return is_postgres(settings.db_path) or Path(settings.db_path).exists()
 
 

@@ -87,14 +87,20 @@ def _password_forms(raw: str) -> list[str]:
     return sorted((f for f in forms if f), key=len, reverse=True)
 
 
+# A password this short would also match ordinary letters of a message ("p" in "port"): it is masked where it
+# stands in the URL, not searched for elsewhere (as the recorders skip secrets under 4 characters).
+SHORTEST_SCRUBBED = 4
+
+
 def mask(raw: str) -> str:
-    """RESEARCH_DB as it may be shown: a URL with every form of its password replaced by ***."""
+    """RESEARCH_DB as it may be shown: a URL with its password replaced by *** where it stands (the user part, a
+    `password=` parameter) and wherever else a form of it appears."""
     raw = raw.strip()
     if not is_url(raw):
         return raw
-    for secret in _password_forms(raw):
-        raw = raw.replace(secret, "***")
-    return raw
+    masked = re.sub(r"^([a-z][a-z0-9+.-]*://[^:/@?#]*:).+@(?=[^@]*$)", r"\1***@", raw, flags=re.I | re.S)
+    masked = re.sub(r"([?&]password=)[^&#]*", r"\1***", masked, flags=re.I)
+    return _scrub(masked, raw)
 
 
 def secrets_of(raw: str) -> list[str]:
@@ -104,12 +110,16 @@ def secrets_of(raw: str) -> list[str]:
 
 def _scrub(text: str, raw: str) -> str:
     for secret in _password_forms(raw):
-        text = text.replace(secret, "***")
+        if len(secret) >= SHORTEST_SCRUBBED:
+            text = text.replace(secret, "***")
     return text
 
 
 def check_target(raw: str) -> None:
     """StoreError unless RESEARCH_DB is a file path or a postgresql:// URL."""
+    if not raw.strip():
+        raise StoreError("RESEARCH_DB is set but empty; set it to a SQLite file path (the default is "
+                         "runs/research.sqlite) or a postgresql:// URL, or unset it")
     if is_url(raw) and not is_postgres(raw):
         raise StoreError(f"RESEARCH_DB must be a SQLite file path or a postgresql:// URL, not {mask(raw.strip())!r}")
 
