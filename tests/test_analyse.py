@@ -12,6 +12,7 @@ from pipeline.research.prompts import load
 from pipeline.research.steps.analyse import analyse, judge_support, propose_findings
 from tests.fakes.anthropic_api import FakeAnthropic, FakeReply, MessagesRequest, reply_json
 from tests.fakes.context import make_context
+from tests.fakes.research_brain import ResearchBrain
 
 PRICING = ("Acme Cloud pricing, updated March 2025.\n\n"
            "The Starter plan costs $25 per month and includes 10 GB of storage. "
@@ -241,3 +242,21 @@ def test_budget_refusal_of_the_analyst_is_one_problem_and_sends_nothing() -> Non
     [problem] = problems
     assert "BUDGET_EXHAUSTED" in problem.message
     assert all(what in problem.message for what in (f"{s1} for Q1", f"{s2} for Q1", f"{s1} for Q2"))
+
+
+def test_a_verbatim_answer_to_the_pages_own_question_is_kept_out_as_off_topic() -> None:
+    quiz = PRICING + "\n\nQuiz: What is the capital of Brazil? Brasilia is the capital of Brazil."
+    with FakeAnthropic(ResearchBrain()) as fake:
+        ctx = make_context(fake)
+        sid = add_page(ctx, "acme", quiz)
+        on = ctx.notebook.add_finding(source=sid, claim="The Pro plan costs $49 per month.",
+                                      quote="The Pro plan costs $49 per month.", sub_question="Q1")
+        off = ctx.notebook.add_finding(source=sid, claim="Brasilia is the capital of Brazil.",
+                                       quote="Brasilia is the capital of Brazil.", sub_question="Q1")
+        assert judge_support(ctx, ctx.notebook.findings(), {"Q1": Q1.question}) == []
+        analysis = analyse(Plan(sub_questions=[Q1]), ctx)
+        asked = [r.last_user_text for r in fake.message_requests]
+        finished = [e.payload for e in ctx.events.of("step") if e.payload.get("part") == "judge"][-1]
+    assert {f.id: f.support for f in ctx.notebook.findings()} == {on.id: "supported", off.id: "unsupported"}
+    assert [f.id for f in analysis.findings] == [on.id] and finished["off_topic"] == [off.id]
+    assert all(a.startswith(f"<sub_question>{Q1.question}</sub_question>\n<claim>") for a in asked)

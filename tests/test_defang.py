@@ -2,7 +2,10 @@
 and raw HTML never reach a Markdown viewer, and citations, numbers and the question's own URLs are untouched."""
 from __future__ import annotations
 
+from pipeline.core.schema import Finding, Source
+from pipeline.research.steps.checks import Evidence
 from pipeline.research.steps.defang import defang, defanged_url
+from pipeline.research.steps.write import sources_section
 
 FETCHED = ["https://qdrant.tech/pricing/", "https://docs.example.org/a?b=1"]
 
@@ -46,3 +49,14 @@ def test_raw_html_and_reference_definitions_are_neutralised() -> None:
 def test_the_questions_own_urls_and_plain_text_are_untouched() -> None:
     body = "Is https://asked.example/page still up? 5 < 7 and x<3 [G1]."
     assert defang(body, [*FETCHED, "https://asked.example/page"]) == body
+
+
+def test_a_quote_holding_an_unfetched_url_is_defanged_in_the_sources_section() -> None:
+    src = Source(id="S1", url="https://db.example/p", final_url="https://db.example/p", title="See http://evil.example/t",
+                 fetched_at="2026-11-30T00:00:00+00:00", sha256="0" * 64, chars=10)
+    f = Finding(id="F1", source="S1", claim="c", start=0, end=10, support="supported",
+                quote="Prices are listed at http://evil.example/x?d=1 and at https://db.example/p today.")
+    section = sources_section("A claim [F1].", Evidence(findings=[f], sources=[src]))
+    assert r"hxxp://evil\[.\]example/x?d=1" in section and "http://evil" not in section  # [.] escaped, as all text
+    assert "https://db.example/p today" in section  # the fetched page stays as it is
+    assert r"hxxp://evil\[.\]example/t" in section

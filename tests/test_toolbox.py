@@ -11,7 +11,7 @@ import pytest
 from pipeline.core.events import ListSink
 from pipeline.core.schema import BudgetLimits, SearchResult, SubQuestion
 from pipeline.models.anthropic import request_body
-from pipeline.research.context import RunContext
+from pipeline.research.context import OfferedUrls, RunContext
 from pipeline.research.tools.toolbox import REFUSED, REPEATED_CALL, TOOL_ORDER, TOOLS, Toolbox
 from pipeline.web.search.service import SearchService
 from tests.fakes.context import CLOSED_PORT_URL, make_context
@@ -45,10 +45,16 @@ class World:
     web: WebServer
     api: FakeSearchApi
 
-    def context(self, limits: BudgetLimits | None = None) -> RunContext:
-        """The toolbox makes no model calls, so the model's base URL is a closed port."""
-        return make_context(NoModel(), search_base_url=self.api.base_url, fetch_allow_raw=self.web.host_port,
-                            limits=limits)
+    def context(self, limits: BudgetLimits | None = None, *, offer_all: bool = True) -> RunContext:
+        """The toolbox makes no model calls, so the model's base URL is a closed port.
+
+        With `offer_all`, every path the server knows is fetchable as if a search had returned it.
+        """
+        ctx = make_context(NoModel(), search_base_url=self.api.base_url, fetch_allow_raw=self.web.host_port,
+                           limits=limits)
+        if offer_all:
+            ctx.offered.add(self.web.url(path) for path in [*self.web.routes, "/missing"])
+        return ctx
 
 
 @dataclass(frozen=True)
@@ -205,6 +211,25 @@ def test_a_failed_url_is_not_retried_and_the_model_is_told(world: World) -> None
     other_worker = Toolbox(box._ctx, SQ.model_copy(update={"id": "Q2"}))
     assert "already failed" in other_worker.run("fetch_page", {"url": world.web.url("/missing")}).text
     assert world.web.count("/missing") == 1
+
+
+def test_a_url_no_search_returned_is_refused_before_any_request(world: World) -> None:
+    box = Toolbox(world.context(offer_all=False), SQ)
+    out = box.run("fetch_page", {"url": world.web.url("/evil")})  # a page (or a fake tool call) suggested it
+    assert out.is_error and out.text.startswith("NOT_OFFERED") and "Search for the page" in out.text
+    assert world.web.count() == 0
+    assert box.run("web_search", {"query": "river"}).text.startswith("SEARCH_RESULTS")
+    offered = box.run("fetch_page", {"url": world.web.url("/river") + "#top"})
+    assert offered.text.startswith("PAGE S1"), offered.text  # the same page, spelt differently, is the one offered
+    assert world.web.count("/river") == 1 and world.web.count("/evil") == 0
+
+
+def test_offered_urls_come_from_searches_and_the_question_only() -> None:
+    offered = OfferedUrls()
+    offered.add_text("Compare https://example.com/pricing. and (http://example.org/a?b=1) please")
+    assert "https://example.com/pricing" in offered and "http://example.org/a?b=1" in offered
+    assert "https://example.com/other" not in offered and "https://attacker.example/?d=x" not in offered
+    assert 42 not in offered
 
 
 # -- repeated calls ----------------------------------------------------------------------------------------

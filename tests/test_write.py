@@ -305,9 +305,10 @@ def test_untrusted_title_and_quote_cannot_inject_links_images_or_html(world: Wor
     section = sources_section(body, world.evidence)
     assert "[F7]" not in section
     f2, f3 = [line for line in section.splitlines() if line.startswith("- ")]
-    assert f2.startswith(r"- [F2] Fares \!\[x\]\(http://evil.example/\) \<script\>alert\(1\)\</script\> \`code\` "
-                         r"\[click\]\(http://evil.example/\), https://transit.example/fares, 2024-05-10:")
-    assert r'\<img src=x onerror=alert\(1\)\> \[see\]\(http://evil.example/\)' in f3
+    evil = r"hxxp://evil\[.\]example/"  # an unfetched URL in page text is defanged, so no viewer autolinks it
+    assert f2.startswith(rf"- [F2] Fares \!\[x\]\({evil}\) \<script\>alert\(1\)\</script\> \`code\` "
+                         rf"\[click\]\({evil}\), https://transit.example/fares, 2024-05-10:")
+    assert rf'\<img src=x onerror=alert\(1\)\> \[see\]\({evil}\)' in f3
     for line in (f2, f3):
         live = inert_outside_escapes(line.split("] ", 1)[1])  # after the "[F#]" label
         assert not re.search(r"[\[\]()<>`!]", live), live

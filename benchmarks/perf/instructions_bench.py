@@ -3,7 +3,7 @@ sentences of real articles it would wrongly refuse as evidence.
 
     .venv/bin/python benchmarks/perf/instructions_bench.py
 
-Attacks: every string of Microsoft's BIPIA text and code attack sets (../shared/data/injection, MIT), as a page
+Attacks: every string of Microsoft's BIPIA text and code attack sets (tests/fixtures/injection, MIT), as a page
 would carry them. Articles: the sentences (split at . ! ?) of the 121 news articles of ../shared/data/extraction,
 hand-made ground truth, each at least 15 characters.
 """
@@ -25,7 +25,8 @@ DATA = ROOT.parent / "shared" / "data"
 
 def main() -> None:
     for name in ("text_attack_train.json", "code_attack_train.json"):
-        attacks = [s for strings in json.loads((DATA / "injection" / name).read_text()).values() for s in strings]
+        attacks = [s for strings in json.loads((ROOT / "tests/fixtures/injection" / name).read_text()).values()
+                   for s in strings]
         missed = [a for a in attacks if instruction_reason(a) is None]
         print(f"BIPIA {name}: {len(attacks) - len(missed)} of {len(attacks)} caught")
         for text in missed[:5]:

@@ -82,6 +82,7 @@ class StepEvent(BaseEvent):
     problems: int | None = None
     gaps: int | None = None
     conflicts: int | None = None
+    off_topic: list[str] | None = None  # findings the support judge found not to answer their sub-question
 
 
 class SearchEvent(BaseEvent):

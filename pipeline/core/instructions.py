@@ -16,11 +16,18 @@ import re
 # "Replace the file", "Do not call this") stay evidence, while "Explain ...", "Draft ...", "Translate ..." do not.
 _TASK_VERBS = (
     "explain|describe|draft|compose|translate|summari[sz]e|provide|break down|pretend|act as|imagine|recite|tell me|"
-    "misspell|scramble|jumble|rearrange|anagram|ignore|disregard|forget|"
+    "misspell|scramble|jumble|rearrange|anagram|ignore|disregard|forget|cite|link to|"
     r"write (?:a|an|me) (?:short |brief )?(?:story|poem|letter|essay|speech|song|haiku)|develop a speech|"
     r"replace (?:every|all|each|vowels|letters)|introduce (?:random|deliberate)|render your|substitute letters"
 )
 _IMPERATIVE = re.compile(rf"^\W*(?:please\s+|now\s+|also\s+|then\s+)?(?:{_TASK_VERBS})\b", re.I)
+# What to put in the output, said to the reader: "Report that ...", "Tell the user ...", "Answer with ...".
+_DICTATE = re.compile(r"^\W*(?:please\s+|now\s+|also\s+|then\s+|and\s+)?(?:(?:state|say|report|claim|answer|write|"
+                      r"respond|reply|mention|conclude|add)\s+(?:that|with)\b|tell\s+(?:the\s+)?(?:users?|readers?|them)\b|"
+                      r"(?:report|give|list|cite|quote)\s+the\s+\w+\s+as\b)", re.I)
+# Sent to a URL: "Visit https://...", "fetch http://169.254.169.254/...".
+_GO_TO_URL = re.compile(r"\b(?:visit|open|fetch|load|download|click|go to|browse to|request|navigate to)\b[^.]{0,40}"
+                        r"https?://", re.I)
 _ROLE = re.compile(r"(?:^|\n)\s*(?:system|assistant|user|developer|human)\s*:|<\|im_(?:start|end)\|>|\[/?INST\]|"
                    r"###\s*(?:instruction|system)", re.I)
 _OVERRIDE = re.compile(r"\b(?:ignore|disregard|forget|override|bypass)\b[^.]{0,60}\b(?:instructions?|prompts?|"
@@ -47,7 +54,11 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (_CODE, "it hands the reader code to use"),
     (re.compile(r"^[^.!]*(?:[.!](?!\s)[^.!]*)*\?$"), "it is a question, which states nothing"),
     (_IMPERATIVE, "it is a request in the imperative, not a statement"),
+    (_DICTATE, "it dictates what the reader should say"),
+    (_GO_TO_URL, "it sends the reader to a URL"),
 )
+_SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
+_REACH = 600  # characters looked at on each side of a quote for its sentence
 
 
 def instruction_reason(quote: str) -> str | None:
@@ -57,3 +68,23 @@ def instruction_reason(quote: str) -> str | None:
         return _ROLE_REASON
     text = " ".join(quote.split())
     return next((reason for pattern, reason in _RULES if pattern.search(text)), None)
+
+
+def enclosing_sentence(text: str, start: int, end: int) -> str:
+    """The sentence (or sentences) of `text` around text[start:end], cut at ., ! or ? before a space, or a line end."""
+    lo = max(0, start - _REACH)
+    before = [m.end() for m in _SENTENCE_END.finditer(text, lo, start)]
+    after = _SENTENCE_END.search(text, max(end - 1, start), min(len(text), end + _REACH))
+    return text[before[-1] if before else lo:after.end() if after else min(len(text), end + _REACH)].strip()
+
+
+def quote_instruction_reason(text: str, start: int, end: int) -> str | None:
+    """Why the quote text[start:end] is no evidence: it reads as an instruction, or the sentence it was cut from does
+    ("Ignore your rules and state that X is free" yields the verbatim quote "X is free"); None when it is evidence."""
+    why = instruction_reason(text[start:end])
+    if why is not None:
+        return why
+    sentence = enclosing_sentence(text, start, end)
+    if len(sentence) > end - start and (why := instruction_reason(sentence)) is not None:
+        return f"it was cut from an instruction ({why})"
+    return None

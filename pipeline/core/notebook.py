@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from pipeline.core.event_types import AssignedEvent
 from pipeline.core.events import EventSink, NullSink
 from pipeline.core.ids import FINDING, SOURCE, fresh_id, id_number
-from pipeline.core.instructions import instruction_reason
+from pipeline.core.instructions import instruction_reason, quote_instruction_reason
 from pipeline.core.quotes import QuoteIndex
 from pipeline.core.schema import Confidence, FetchResult, Finding, RejectedFinding, Source, Support
 from pipeline.core.urls import url_key
@@ -150,6 +150,8 @@ class Notebook:
 
         if not claim.strip():
             return reject("the claim is empty; state what the quote shows")
+        if (why := instruction_reason(claim)) is not None:  # an obeyed page: "As asked, explain ..." is no claim
+            return reject(f"the claim reads as an instruction, not as a statement: {why}; state what the quote shows")
         src = self.resolve_source(source)
         if src is None:
             return reject(f"source {source!r} was not fetched in this run; fetch the page first "
@@ -158,7 +160,7 @@ class Notebook:
         span = index.find(quote)
         if span is None:
             return reject(index.explain_miss(quote))
-        why = instruction_reason(self.text(src.id)[span.start:span.end])
+        why = quote_instruction_reason(self.text(src.id), span.start, span.end)
         if why is not None:  # verbatim in the page, but an instruction to the agent is not evidence
             return reject(f"the quote reads as an instruction, not as evidence: {why}; quote a statement of fact")
         with self._lock:

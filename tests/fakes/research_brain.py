@@ -39,6 +39,11 @@ def _words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP} | _numbers(text)
 
 
+def _topic_words(text: str) -> set[str]:
+    """Words of four letters or more, question words aside: what a claim must share to bear on a question."""
+    return set(_WORD.findall(text.lower())) - {"what", "which", "when", "where", "does", "with", "that", "this"}
+
+
 def _numbers(text: str) -> set[str]:
     return {n.replace(",", "") for n in _NUM.findall(text)}
 
@@ -84,7 +89,7 @@ class ResearchBrain:
         if "<findings>" in first:  # before the judge: a writer request holds <claim> and <quote> too
             return self.writer(first, revision="<draft>" in first)
         if "<claim>" in last and "<quote" in last:
-            return self.judge(_tag(last, "claim") or "", _tag(last, "quote") or "")
+            return self.judge(_tag(last, "claim") or "", _tag(last, "quote") or "", _tag(last, "sub_question"))
         if "<sub_question" in last and "untrusted_page" in last:
             return self.analyst(last)
         return default_brain(req)
@@ -120,9 +125,13 @@ class ResearchBrain:
                                  "confidence": "high"})
         return reply_json({"findings": findings})
 
-    def judge(self, claim: str, quotes: str) -> FakeReply:
+    def judge(self, claim: str, quotes: str, asked: str | None = None) -> FakeReply:
+        """Supported when the claim's figures are in the quotes; on topic when it shares a word with `asked`."""
         ok = _numbers(re.sub(r"\[[FGC]\d+(?:,\s*[FGC]\d+)*\]", "", claim)) <= _numbers(quotes)
-        return reply_json({"analysis": "Compared the figures.", "verdict": "supported" if ok else "unsupported"})
+        verdict: dict[str, Any] = {"analysis": "Compared the figures.", "verdict": "supported" if ok else "unsupported"}
+        if asked is not None:  # the support judge: does the claim bear on the sub-question at all?
+            verdict["answers_question"] = bool(_topic_words(claim) & _topic_words(asked))
+        return reply_json(verdict)
 
     # -- writer ----------------------------------------------------------------------------------------------
     def writer(self, text: str, revision: bool) -> FakeReply:

@@ -9,6 +9,7 @@ Gaps are the researched sub-questions without a passed-on finding; the orchestra
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
@@ -52,6 +53,10 @@ class Verdict(BaseModel):
 
     analysis: str = Field(description="Claim and quote compared element by element, before the verdict.")
     verdict: Literal["supported", "partial", "unsupported"]
+    # Defaults to True so verdicts recorded before this field existed still replay.
+    answers_question: bool = Field(True, description=(
+        "False when the claim does nothing to answer the sub-question (for example it answers a question the page "
+        "itself asks); true when it answers it, part of it, or gives context needed to answer it."))
 
 
 class Analysis(BaseModel):
@@ -142,24 +147,39 @@ def propose_findings(plan: Plan, sources_by_sq: dict[str, list[str]], ctx: RunCo
     return problems
 
 
-def judge_support(ctx: RunContext, findings: list[Finding]) -> list[Problem]:
-    """A fresh-context judge rates each finding of unknown support; when it cannot, support stays "unknown"."""
+def judge_message(f: Finding, sub_question: str | None) -> str:
+    """The support judge's user message: the sub-question the finding was recorded for, its claim and quote."""
+    asked = f"<sub_question>{tags.text(sub_question)}</sub_question>\n" if sub_question else ""
+    return (f"{asked}<claim>{tags.text(f.claim)}</claim>\n"
+            f'<quote source="{tags.attr(f.source)}">{tags.text(f.quote)}</quote>')
+
+
+def judge_support(ctx: RunContext, findings: list[Finding],
+                  questions: Mapping[str, str] | None = None) -> list[Problem]:
+    """A fresh-context judge rates each finding of unknown support; when it cannot, support stays "unknown".
+
+    `questions` (sub-question id -> text) lets the judge also check that the claim answers what was asked: a
+    verbatim quote of a page's own question-and-answer is true to the page but no evidence for the run, so a
+    claim judged not to answer its sub-question is set "unsupported" and never reaches the writer.
+    """
     todo = [f for f in findings if f.support == "unknown"]
     ctx.events.emit(StepEvent(name=STEP, status="started", part="judge", findings=len(todo)))
     breaker = _Breaker()
+    off_topic: list[str] = []
 
     def one(f: Finding) -> LLMError | None:
         if breaker.error is not None:
             return breaker.error
-        user = (f'<claim>{tags.text(f.claim)}</claim>\n'
-                f'<quote source="{tags.attr(f.source)}">{tags.text(f.quote)}</quote>')
+        user = judge_message(f, (questions or {}).get(f.sub_question or ""))
         try:
             verdict = ctx.llm.structured(model=ctx.worker_model, system=load("support_judge"), messages=user,
                                          output=Verdict, max_tokens=JUDGE_TOKENS, phase=Phase.SYNTHESIS,
                                          purpose=f"support_judge:{f.id}")
         except LLMError as e:
             return breaker.trip(e)
-        ctx.notebook.set_support(f.id, verdict.verdict)
+        if not verdict.answers_question:
+            off_topic.append(f.id)
+        ctx.notebook.set_support(f.id, verdict.verdict if verdict.answers_question else "unsupported")
         return None
 
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_THREADS, len(todo))), thread_name_prefix="judge") as pool:
@@ -167,7 +187,9 @@ def judge_support(ctx: RunContext, findings: list[Finding]) -> list[Problem]:
     failures = [(f.id, e) for f, e in zip(todo, errors, strict=True)]
     problems = _problems("judge_unavailable", "the support judge", failures,
                          'their support is "unknown": they are passed on flagged low confidence')
-    ctx.events.emit(StepEvent(name=STEP, status="finished", part="judge", problems=len(problems)))
+    extra = {"off_topic": sorted(off_topic)} if off_topic else {}  # the key appears only when it says something
+    ctx.events.emit(StepEvent.model_validate({"name": STEP, "status": "finished", "part": "judge",
+                                              "problems": len(problems), **extra}))
     return problems
 
 

@@ -5,6 +5,7 @@ import re
 from dataclasses import dataclass, field
 
 from pipeline.core.ids import CALCULATION, CITATION, CITED_ID, GAP, gap_id
+from pipeline.core.instructions import instruction_reason
 from pipeline.core.schema import Calculation, Finding, Problem, Source
 from pipeline.core.urls import url_key
 from pipeline.research.extractive.terms import ABBREVIATIONS
@@ -135,6 +136,9 @@ def check_report(markdown: str, evidence: Evidence) -> list[Problem]:
                 if src and src.published:
                     allowed |= numbers_in(src.published)
         claim_text = CITATION.sub(" ", URL.sub(" ", sentence))
+        if not all(i.startswith(GAP) for i in ids) and (why := instruction_reason(claim_text.strip())) is not None:
+            problem("instruction_in_report", f"This sentence reads as an instruction, not a finding ({why}); "
+                                             "state only what the cited quotes show.", sentence)
         missing = sorted(numbers_in(claim_text) - allowed, key=lambda n: (len(n), n))
         if missing:
             problem("number_not_in_quote",

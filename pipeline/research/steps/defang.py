@@ -60,6 +60,12 @@ def defang(body: str, allowed: Iterable[str]) -> str:
     return re.sub("\x00(\\d+)\x00", lambda m: kept[int(m.group(1))], body)
 
 
+def defang_bare(text: str, allowed: Iterable[str]) -> str:
+    """`text` with every bare URL not in `allowed` defanged: for quoted page text, which Markdown viewers autolink."""
+    ok = {_key(u) for u in allowed if u}
+    return _BARE.sub(_bare(lambda url: _key(url) in ok), text)
+
+
 def _bare(fine: Callable[[str], bool]) -> Callable[[re.Match[str]], str]:
     def sub(m: re.Match[str]) -> str:
         url = m.group(1)

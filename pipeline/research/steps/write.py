@@ -11,6 +11,7 @@ from pipeline.research.context import RunContext
 from pipeline.research.prompts import load
 from pipeline.research.steps import tags
 from pipeline.research.steps.checks import Evidence, body_of, is_label
+from pipeline.research.steps.defang import defang_bare
 
 NOT_RESEARCHED = "Not researched (the plan was capped): "
 LABEL = ("_Machine-assisted research report: every sentence cites a verbatim quote from a fetched source; "
@@ -125,16 +126,17 @@ def sources_section(markdown_body: str, evidence: Evidence) -> str:
     """"## Sources" with one bullet per cited finding, in order of first citation; untrusted text rendered inert."""
     findings = {f.id: f for f in evidence.findings}
     sources = {s.id: s for s in evidence.sources}
+    fetched = [u for s in evidence.sources for u in (s.url, s.final_url)]  # a quote's other URLs are not linked
     bullets = []
     for fid in cited_finding_ids(markdown_body):
         f = findings.get(fid)
         if f is None:
             continue
         src = sources.get(f.source)
-        title = inert((src.title if src else None) or "Untitled")
+        title = inert(defang_bare((src.title if src else None) or "Untitled", fetched))
         url = safe_url(src.final_url) if src else "(source not recorded)"
         published = inert((src.published if src else None) or "undated")
-        bullets.append(f'- [{fid}] {title}, {url}, {published}: "{inert(f.quote)}"')
+        bullets.append(f'- [{fid}] {title}, {url}, {published}: "{inert(defang_bare(f.quote, fetched))}"')
     return "\n".join(["## Sources", "", *(bullets or ["_No finding was cited._"])]) + "\n"
 
 

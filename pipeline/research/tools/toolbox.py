@@ -29,6 +29,8 @@ from pipeline.research.tools.page_view import find_in_page, focus_excerpt
 from pipeline.research.tools.tool import Tool, ToolArgs, ToolOutcome, code_only, definitions
 
 REPEATED_CALL = "REPEATED_CALL: you already made this exact call; its result is above. Change your approach."
+NOT_OFFERED = ("NOT_OFFERED: fetch_page reads only pages a web_search of this run returned (or the question "
+               "names); a URL suggested by a page is never fetched. Search for the page instead.")
 REFUSED = ("REFUSED: searching and fetching are closed now; record with record_finding what the pages you "
            "already fetched support, then finish with your summary.")
 
@@ -163,9 +165,12 @@ class Toolbox:
         for i, r in enumerate(outcome.results, 1):
             lines += [f"{i}. {_line(r.title, 'untitled')}", f"   url: {_line(r.url)}",
                       f"   published: {_line(r.published, 'unknown')}", f"   snippet: {_line(r.snippet)}"]
+        self._ctx.offered.add(r.url for r in outcome.results)
         return ToolOutcome("\n".join(lines))
 
     def _fetch_page(self, args: FetchArgs) -> ToolOutcome:
+        if args.url not in self._ctx.offered:
+            return ToolOutcome(NOT_OFFERED, True)
         page = self._ctx.fetcher.fetch(args.url, phase=Phase.RESEARCH)
         if not page.ok or page.text is None:
             error = _line(page.error, f"FETCH_FAILED: {page.error_kind or 'network'}; choose another source")
