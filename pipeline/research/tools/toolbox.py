@@ -47,7 +47,7 @@ class SearchArgs(ToolArgs):
 
 
 class FetchArgs(ToolArgs):
-    url: _Text = Field(description="The http(s) URL of the page, e.g. from a search result.")
+    url: _Text = Field(description="The http(s) URL of a page a web_search of this run returned (others are refused).")
     focus: str = Field("", description="What you want from this page, in a few words; it decides which part you "
                                        "see. Defaults to your sub-question.")
 
