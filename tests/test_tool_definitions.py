@@ -57,7 +57,7 @@ HAND_WRITTEN: list[dict[str, Any]] = [
             "properties": {
                 "url": {
                     "type": "string",
-                    "description": "The http(s) URL of the page, e.g. from a search result.",
+                    "description": "The http(s) URL of a page a web_search of this run returned (others are refused).",
                 },
                 "focus": {
                     "type": "string",
