@@ -1,6 +1,7 @@
 """Report rendering: untrusted Markdown becomes inert HTML, links go only to fetched sources, citations open quotes."""
 from __future__ import annotations
 
+import re
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -8,10 +9,12 @@ from html.parser import HTMLParser
 from urllib.parse import unquote
 
 import pytest
+from markdown_it import MarkdownIt
 
 from pipeline.core.schema import Conflict, Finding, Problem, Report, RunResult, Source
 from ui.render import (
     Evidence,
+    _render,
     markdown_html,
     notes_html,
     report_html,
@@ -30,17 +33,32 @@ HOSTILE = ('<script>window.__pwned=1</script> <img src=x onerror="window.__pwned
 SOURCE_URL = "https://docs.example.com/pricing?plan=cloud"
 
 
+VOID = {"hr", "br"}
+
+
 class Tags(HTMLParser):
-    """Every start tag with its attributes, and the visible text."""
+    """Every start tag with its attributes, the visible text, and whether every tag is closed in order (and no link
+    is inside another)."""
 
     def __init__(self, html: str):
         super().__init__(convert_charrefs=True)
         self.tags: list[tuple[str, dict[str, str | None]]] = []
         self.text: list[str] = []
+        self.open: list[str] = []
+        self.misnested: list[str] = []
         self.feed(html)
+        self.close()
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append((tag, dict(attrs)))
+        if tag == "a" and "a" in self.open:
+            self.misnested.append("<a> inside <a>")
+        if tag not in VOID:
+            self.open.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.open or self.open.pop() != tag:
+            self.misnested.append(f"</{tag}>")
 
     def handle_data(self, data: str) -> None:
         self.text.append(data)
@@ -68,6 +86,7 @@ def run(markdown: str, quote: str = "Qdrant Cloud pricing starts at 25 dollars p
 
 def assert_inert(html: str) -> Tags:
     parsed = Tags(html)
+    assert parsed.misnested == [] and parsed.open == [], (parsed.misnested, parsed.open)
     for tag, attrs in parsed.tags:
         assert tag in OUR_TAGS, f"unexpected tag <{tag}>"
         assert not any(k.startswith("on") or k in ("src", "srcset", "style", "formaction") for k in attrs), attrs
@@ -135,6 +154,65 @@ def test_markdown_links_only_to_fetched_sources_become_links() -> None:
     assert "[elsewhere](https://other.example/)" in "".join(parsed.text)
 
 
+def test_links_images_and_references_not_fetched_show_as_written() -> None:
+    ev = Evidence.of(run("x"))
+    md = (f'![shot]({SOURCE_URL}) [x](https://other.example/ "t") [**b** c](https://other.example/) '
+          "<https://other.example/a> [r] [F1]\n\n[r]: https://docs.example.com/pricing?plan=cloud\n"
+          "[F1]: http://attacker.example/")
+    html = markdown_html(md, ev, cards=False)
+    parsed = assert_inert(html)
+    text = "".join(parsed.text)
+    for shown in (f"![shot]({SOURCE_URL})", '[x](https://other.example/ "t")', "<https://other.example/a>",
+                  "[F1]: http://attacker.example/"):
+        assert shown in text
+    assert "[<strong>b</strong> c](https://other.example/)" in html
+    assert parsed.hrefs() == [SOURCE_URL]  # only the bare address of the definition: a definition makes no link
+    assert [a.get("class") for t, a in parsed.tags if t == "span"] == ["vb-cite-plain"] * 2
+
+
+def test_a_fetched_link_goes_to_the_sources_final_address_and_closes_where_its_text_ends() -> None:
+    ev = Evidence.of(run("x"))
+    html = markdown_html('[*the* docs](https://DOCS.example.com/pricing/?utm_source=x&plan=cloud#"><b>) after '
+                         f"and [](https://docs.example.com/pricing?plan=cloud) end [{SOURCE_URL}]({SOURCE_URL})", ev)
+    parsed = assert_inert(html)  # the address as the text of a link is not a second link inside it
+    assert parsed.hrefs() == [SOURCE_URL] * 3
+    assert html.startswith("<p><a ") and "><em>the</em> docs</a> after and <a " in html
+    assert f">{SOURCE_URL}</a> end <a " in html  # an empty link text shows the address
+
+
+def test_attributes_written_in_the_markdown_never_reach_the_html() -> None:
+    md = "3. x\n4. y\n\n| a | b |\n|:-|-:|\n| 1 | 2 |\n\n```js onerror=alert(1)\ncode\n```\n\n    indented <b>"
+    flat = markdown_html(md, Evidence()).replace(">\n", ">").replace("\n<", "<")
+    assert_inert(flat)
+    assert flat == ('<ol><li>x</li><li>y</li></ol><table class="vb-table"><thead><tr><th>a</th><th>b</th></tr>'
+                    "</thead><tbody><tr><td>1</td><td>2</td></tr></tbody></table><pre><code>code</code></pre>"
+                    "<pre><code>indented &lt;b&gt;</code></pre>")
+
+
+def test_citations_only_where_written_as_citations() -> None:
+    html = markdown_html(f"`[F1]` [f1] \\[F2\\] [F1](https://other.example/) [see [F1]]({SOURCE_URL}) [G1; C1]",
+                         Evidence.of(run("x")), cards=False)
+    assert_inert(html)
+    assert "<code>[F1]</code> [f1] [F2] [F1](https://other.example/) [see " in html
+    assert re.findall(r'"vb-cite-plain">\[(\w+)\]', html) == ["F1", "G1", "C1"]  # a link text cannot hold one
+
+
+def test_entities_breaks_and_deep_nesting_stay_inert() -> None:
+    html = markdown_html("&lt;b&gt; &#x202e;x &amp; &#0;  \nnext\n\n" + "> " * 40 + "deep\n\n" + "- " * 40 + "deep",
+                         Evidence())
+    parsed = assert_inert(html)
+    assert html.startswith("<p>&lt;b&gt; x &amp; \ufffd<br>\nnext</p>") and "\u202e" not in html
+    assert "".join(parsed.text).count("deep") <= 2  # past 20 levels the parser drops the rest, it never recurses on
+
+
+def test_tokens_the_parser_is_not_configured_to_make_still_render_inert() -> None:
+    # Raw HTML and strikethrough are off in our parser; were a rule turned on, its tags would still not come out.
+    tokens = MarkdownIt("commonmark").enable("strikethrough").parse("<script>x</script>\n\n~~s~~ <b onclick=y>i</b>")
+    html = _render(tokens, Evidence(), cards=True)
+    assert_inert(html)
+    assert "&lt;script&gt;x&lt;/script&gt;" in html and "s &lt;b onclick=y&gt;i&lt;/b&gt;" in html
+
+
 def test_markdown_subset_structure_and_escapes() -> None:
     md = ("## Heading\n\nSome **bold**, *em*, _em too_, `co<de>` and \\*not em\\* and snake_case_name.\n\n"
           "- one\n- two\n  continued\n  - nested\n1. first\n\n> quoted <b>\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n---\n"
@@ -144,9 +222,9 @@ def test_markdown_subset_structure_and_escapes() -> None:
     assert "<h3>Heading</h3>" in html
     assert "<strong>bold</strong>" in html and "<em>em</em>" in html and "<em>em too</em>" in html
     assert "<code>co&lt;de&gt;</code>" in html and "*not em*" in html and "snake_case_name" in html
-    assert "<ul><li>one</li><li>two continued<ul><li>nested</li></ul></li></ul><ol><li>first</li></ol>" in \
-        html.replace("\n", "")
-    assert "<blockquote>quoted &lt;b&gt;</blockquote>" in html
+    flat = html.replace(">\n", ">").replace("\n<", "<")  # the line breaks between tags
+    assert "<ul><li>one</li><li>two\ncontinued<ul><li>nested</li></ul></li></ul><ol><li>first</li></ol>" in flat
+    assert "<blockquote><p>quoted &lt;b&gt;</p></blockquote>" in flat
     assert "<th>a</th>" in html and "<td>2</td>" in html and "<hr>" in html
     assert "<pre><code>&lt;script&gt;raw&lt;/script&gt;</code></pre>" in html
     assert markdown_html("## C# and F# ##\n\n``a ` b`` and `c`", Evidence()) == \
@@ -175,7 +253,7 @@ def deadline(seconds: float) -> Iterator[None]:
 def test_adversarial_markdown_renders_in_linear_time_and_stays_escaped(start: str, unit: str) -> None:
     # 48 KB of unclosed openers: a pattern that rescans the rest of the text per opener needs seconds to hours
     md = start + unit * (48_000 // len(unit)) + "b <i>"
-    with deadline(3.0):  # linear rendering takes well under 0.1 s here; quadratic takes 5 s or more
+    with deadline(3.0):  # linear rendering takes under 1 s here (0.9 s for "[a"); quadratic takes 5 s or more
         html = markdown_html(md, Evidence())
         assert report_title(run(md))
     assert_inert(html)
@@ -204,8 +282,11 @@ def test_sources_section_comes_from_the_data_not_the_models_text() -> None:
 def test_report_title_and_body_without_it() -> None:
     rr = run("# Qdrant \\[pricing\\] <x>\n\n_label_\n\nBody [F1].")
     assert report_title(rr) == "Qdrant [pricing] <x>"
-    assert "Qdrant" not in report_html(rr, title=False).split("vb-report")[1].split("<p>")[0]
+    assert report_html(rr).split('<div class="vb-report">')[1].startswith("<h2>Qdrant [pricing] &lt;x&gt;</h2>\n<p>")
+    assert report_html(rr, title=False).split('<div class="vb-report">')[1].startswith("<p><em>label</em></p>")
     assert report_title(run("No heading [F1].")) == "q?"
+    assert report_title(run("\n  \nTitle *in* `code` ![i](http://e.example/i.png)\n[l](http://e.example/) [F1]\n===\n\n"
+                            "# Second")) == "Title in code ![i](http://e.example/i.png) [l](http://e.example/) [F1]"
 
 
 @pytest.mark.parametrize("url,ok", [

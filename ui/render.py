@@ -1,44 +1,35 @@
 """Safe HTML for a report: untrusted Markdown rendered inert, [F#] citations that open their quote, text-fragment links.
 
-Model output and page text are untrusted. Every character of them is HTML-escaped; the only tags in the output are
-the ones built here, and the only links point at sources the run fetched (http/https, taken from the RunResult's
-sources, never from the model's text). Images, raw HTML, autolinks and other links are shown as plain text.
+Model output and page text are untrusted. markdown-it-py parses the Markdown (CommonMark and tables; raw HTML,
+autolinks and reference definitions off) and the rules here write every tag: every character of untrusted text is
+HTML-escaped, no attribute comes from the Markdown, and the only links point at sources the run fetched (http/https,
+taken from the RunResult's sources, never from the model's text). Images and other links are shown as written.
 """
 from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
+
+from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+from markdown_it.rules_inline import StateInline
+from markdown_it.rules_inline.image import image as image_rule
+from markdown_it.rules_inline.link import link as link_rule
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
 
 from pipeline.core.ids import CITATION, CITED_ID, CITED_IDS, gap_id
 from pipeline.core.schema import Calculation, Finding, RunResult, Source
 from pipeline.core.urls import url_key
 from pipeline.research.steps.checks import body_of
 
-_PUA = 0xE000  # backslash-escaped punctuation is parked here while emphasis is parsed, so "\*" stays literal
-_PUA_RE = re.compile("[\ue000-\ue07f]")
-_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
-# Whole runs of backticks open and close a code span: a run that could shrink backtracks cubically on a long one.
-_CODE = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
-_TOKENS = re.compile(
-    r"(?P<link>!?\[(?P<text>[^\[\]\n]*)\]\((?P<href>[^()\s]*(?:\([^()\s]*\)[^()\s]*)*)(?:\s+\"[^\"\n]*\")?\))"
-    rf"|(?P<cite>\[(?P<ids>{CITED_IDS})\])"
-    r"|(?P<url>https?://[^\s<>\"'\])]+)",
-    re.I,
-)
-# A span never runs past the next opening delimiter (nor a link text past the next "["): otherwise every unclosed
-# opener scans to the end of the text, and rendering is quadratic in it.
-_STRONG = re.compile(r"\*\*(?=\S)((?:(?!\*\*).)+?)(?<=\S)\*\*|(?<![\w_])__(?=\S)((?:(?!__).)+?)(?<=\S)__(?![\w_])")
-_EM = re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])"
-                 r"|(?<![\w_])_(?=\S)((?:[^_]|(?<=\w)_(?=\w))+?)(?<=\S)_(?![\w_])")
-# The closing #s are cut by _heading_text: a pattern for them backtracks cubically on a long run of spaces.
-_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 # Bidirectional controls can make escaped text display in another order than it reads (e.g. a reversed address).
 _BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_BULLET = re.compile(r"^(\s*)([-*+]|\d{1,3}[.)])\s+(.*)$")
-_RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")
-_TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_URL = re.compile(r"https?://[^\s<>\"'\])]+", re.I)
+_CITE = re.compile(rf"\[({CITED_IDS})\]")
 _FRAGMENT_WORDS = 5  # a long quote becomes textStart,textEnd: fewer characters to match exactly
 
 
@@ -66,6 +57,11 @@ class Evidence:
     def fetched(self, url: str) -> Source | None:
         """The fetched source at `url` (compared normalised), or None: only these may become links."""
         return self._by_url.get(url_key(url))
+
+    def link_to(self, url: str) -> str | None:
+        """Where a link the report makes to `url` goes: the final address of the fetched source at it, else None."""
+        src = self.fetched(url)
+        return safe_href(src.final_url) if src is not None else None  # a fetched url may end elsewhere
 
 
 def safe_href(url: str | None) -> str | None:
@@ -112,51 +108,12 @@ def strip_bidi(text: str) -> str:
     return _BIDI.sub("", text)
 
 
-def _heading_text(text: str) -> str:
-    """A heading's text without its closing run of #s (which counts only after a space, or as the whole text)."""
-    text = text.rstrip()
-    bare = text.rstrip("#")
-    return bare.rstrip() if not bare or bare[-1].isspace() else text
-
-
-class _Inline:
-    """Renders one line of untrusted Markdown text to HTML with citations resolved against the run's evidence."""
+class _Citations:
+    """Citation chips resolved against the run's evidence; with cards, each opens what it cites."""
 
     def __init__(self, evidence: Evidence, cards: bool):
         self.ev = evidence
         self.cards = cards
-
-    def render(self, text: str) -> str:
-        text = _PUA_RE.sub("\ufffd", text)
-        out, pos = [], 0
-        for m in _CODE.finditer(text):
-            out.append(self._spans(text[pos:m.start()]))
-            out.append(f"<code>{_esc(m.group(2).strip())}</code>")
-            pos = m.end()
-        out.append(self._spans(text[pos:]))
-        return "".join(out)
-
-    def _spans(self, text: str) -> str:
-        text = _ESCAPED.sub(lambda m: chr(_PUA + ord(m.group(1))), text)
-        out, pos = [], 0
-        for m in _TOKENS.finditer(text):
-            out.append(_plain(text[pos:m.start()]))
-            out.append(self._token(m))
-            pos = m.end()
-        out.append(_plain(text[pos:]))
-        return "".join(out)
-
-    def _token(self, m: re.Match[str]) -> str:
-        if m.group("cite"):
-            return "".join(self.cite(i) for i in CITED_ID.findall(m.group("ids")))
-        raw = m.group(0)
-        href = _unpark(m.group("href") if m.group("link") else raw)
-        src = self.ev.fetched(href) if not raw.startswith("!") else None
-        target = safe_href(src.final_url) if src is not None else None  # a fetched url may end elsewhere
-        if target is None:  # images, unfetched addresses, javascript: and friends are shown as the text they are
-            return _plain(raw)
-        label = _plain(m.group("text")) if m.group("link") else _esc(_unpark(raw))
-        return _link(target, label or _esc(target))
 
     def cite(self, cid: str) -> str:
         """One citation chip; with cards, focusing it (click or tab) shows what it cites."""
@@ -195,107 +152,147 @@ def finding_card(f: Finding, src: Source | None) -> str:
 
 
 def _link(url: str, label_html: str, cls: str = "vb-link") -> str:
+    return f"{_a(url, cls)}{label_html}</a>"
+
+
+def _a(url: str, cls: str = "vb-link") -> str:
     return (f'<a class="{cls}" href="{_esc(url)}" target="_blank" rel="noopener noreferrer nofollow" '
-            f'referrerpolicy="no-referrer">{label_html}</a>')
+            'referrerpolicy="no-referrer">')
 
 
-def _unpark(text: str) -> str:
-    return _PUA_RE.sub(lambda m: chr(ord(m.group(0)) - _PUA), text)
+def _keep_source(rule: Callable[[StateInline, bool], bool]) -> Callable[[StateInline, bool], bool]:
+    """`rule` (link or image) also keeping the Markdown it parsed, which is shown when no link is made of it."""
+    def parse(state: StateInline, silent: bool) -> bool:
+        start, first = state.pos, len(state.tokens)
+        if not rule(state, silent):
+            return False
+        if not silent:
+            made = state.tokens[first:]
+            if made[-1].type == "image":
+                made[-1].meta["source"] = state.src[start:state.pos]
+            else:  # link_open ... link_close share their address and what follows the label, "](address)"
+                label_end = state.md.helpers.parseLinkLabel(state, start, True)
+                opener = next(t for t in made if t.type == "link_open")
+                opener.meta.update(href=opener.attrGet("href"), tail=state.src[label_end:state.pos])
+                made[-1].meta = opener.meta
+        return True
+    return parse
 
 
-def _plain(text: str) -> str:
-    """Escaped text with **strong**, *em* and _em_; parked escapes come back as literal characters."""
-    out = _esc(text)
-    out = _STRONG.sub(lambda m: f"<strong>{m.group(1) or m.group(2)}</strong>", out)
-    out = _EM.sub(lambda m: f"<em>{m.group(1) or m.group(2)}</em>", out)
-    return _PUA_RE.sub(lambda m: _esc(chr(ord(m.group(0)) - _PUA)), out)
+def _citation(state: StateInline, silent: bool) -> bool:
+    m = _CITE.match(state.src, state.pos, state.posMax) if state.src[state.pos] == "[" else None
+    if m is None:
+        return False
+    if not silent:
+        state.push("vb_cite", "", 0).content = m.group(1)
+    state.pos = m.end()
+    return True
+
+
+class _Renderer(RendererHTML):
+    """Markdown tokens to HTML: only the tags of _TAGS and of the rules here, and no attribute from the Markdown."""
+
+    def renderToken(self, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+        # A parser rule enabled later without a renderer here must not bring its own tags.
+        return super().renderToken(tokens, idx, options, env) if tokens[idx].tag in _TAGS else ""
+
+    @staticmethod
+    def renderAttrs(token: Token) -> str:
+        return ""  # ordered-list starts, table alignments, code languages: every attribute comes from a rule here
+
+    def table_open(self, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+        return '<table class="vb-table">\n'
+
+    def text(self, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+        text = tokens[idx].content
+        if env["in_link"]:
+            return _esc(text)
+        out, pos = [], 0
+        for m in _URL.finditer(text):  # bare addresses of fetched sources become links
+            if (target := env["ev"].link_to(m.group(0))) is not None:
+                out += [_esc(text[pos:m.start()]), _link(target, _esc(m.group(0)))]
+                pos = m.end()
+        return "".join(out) + _esc(text[pos:])
+
+    def code_inline(self, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+        return f"<code>{_esc(tokens[idx].content)}</code>"
+
+    def code_block(self, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+        code = tokens[idx].content.removesuffix("\n")
+        return f"<pre><code>{_esc(code)}</code></pre>\n"
+
+    fence = code_block  # the info string is dropped: no language class
+
+    def html_block(self, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+        return _esc(tokens[idx].content)  # raw HTML is off in the parser; were it on, it would still be text
+
+    html_inline = html_block
+
+    def image(self, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+        return _esc(tokens[idx].meta["source"])  # never an <img>: the Markdown as written
+
+    def link_open(self, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+        if (target := env["ev"].link_to(tokens[idx].meta["href"])) is None:
+            return "["
+        env["in_link"] = True
+        return _a(target) + (_esc(target) if tokens[idx + 1].type == "link_close" else "")
+
+    def link_close(self, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+        if env["ev"].link_to(tokens[idx].meta["href"]) is None:
+            return _esc(tokens[idx].meta["tail"])
+        env["in_link"] = False
+        return "</a>"
+
+    def vb_cite(self, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+        return "".join(env["cites"].cite(i) for i in CITED_ID.findall(tokens[idx].content))
+
+
+_TAGS = {"p", "h2", "h3", "h4", "h5", "h6", "blockquote", "ul", "ol", "li", "hr", "table", "thead", "tbody", "tr", "th",
+         "td", "em", "strong", "br"}
+# Raw HTML, autolinks and reference definitions off: <...> is text, and a link's address is always in the link.
+_MD = (MarkdownIt("commonmark", {"html": False, "xhtmlOut": False}, renderer_cls=_Renderer)
+       .disable(["html_block", "html_inline", "autolink", "reference"]).enable("table"))
+_MD.inline.ruler.at("link", _keep_source(link_rule))
+_MD.inline.ruler.at("image", _keep_source(image_rule))
+_MD.inline.ruler.after("link", "vb_cite", _citation)
+
+
+def _tokens(markdown: str, *, title: bool = True) -> list[Token]:
+    """The parsed Markdown; title=False leaves out a leading heading."""
+    tokens = _MD.parse(markdown)
+    for t in tokens:
+        if t.type in ("heading_open", "heading_close"):
+            t.tag = f"h{min(6, int(t.tag[1]) + 1)}"  # the page has its own h1
+    return tokens[3:] if not title and tokens and tokens[0].type == "heading_open" else tokens
+
+
+def _render(tokens: list[Token], evidence: Evidence, cards: bool) -> str:
+    env = {"ev": evidence, "cites": _Citations(evidence, cards), "in_link": False}
+    return str(_MD.renderer.render(tokens, _MD.options, env)).rstrip("\n")
 
 
 def markdown_html(markdown: str, evidence: Evidence, *, cards: bool = True) -> str:
-    """A restricted Markdown subset (headings, paragraphs, lists, quotes, tables, rules, code) as inert HTML."""
-    inline = _Inline(evidence, cards)
-    out: list[str] = []
-    para: list[str] = []
-    lists: list[tuple[int, str]] = []  # open lists: (indent, "ul"|"ol")
-    lines = markdown.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-
-    def flush() -> None:
-        if para:
-            out.append(f"<p>{inline.render(' '.join(para))}</p>")
-            para.clear()
-
-    def close_lists(indent: int = -1) -> None:
-        while lists and lists[-1][0] > indent:
-            out.append(f"</li></{lists.pop()[1]}>")
-
-    def end_block() -> None:
-        flush()
-        close_lists()
-
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        stripped = line.strip()
-        if stripped.startswith("```"):
-            end_block()
-            end = next((j for j in range(i + 1, len(lines)) if lines[j].strip().startswith("```")), len(lines))
-            out.append(f"<pre><code>{_esc(chr(10).join(lines[i + 1:end]))}</code></pre>")
-            i = end + 1
-            continue
-        if not stripped:
-            flush()
-            i += 1
-            continue
-        if (h := _HEADING.match(stripped)) is not None:
-            end_block()
-            level = min(6, len(h.group(1)) + 1)  # the page has its own h1
-            out.append(f"<h{level}>{inline.render(_heading_text(h.group(2)))}</h{level}>")
-        elif _RULE.match(stripped):
-            end_block()
-            out.append("<hr>")
-        elif stripped.startswith("|") and i + 1 < len(lines) and _TABLE_SEP.match(lines[i + 1]):
-            end_block()
-            end = next((j for j in range(i + 2, len(lines)) if not lines[j].strip().startswith("|")), len(lines))
-            out.append(_table(lines[i], lines[i + 2:end], inline))
-            i = end
-            continue
-        elif stripped.startswith(">"):
-            end_block()
-            quoted = []
-            while i < len(lines) and lines[i].strip().startswith(">"):
-                quoted.append(lines[i].strip()[1:].strip())
-                i += 1
-            out.append(f"<blockquote>{inline.render(' '.join(quoted))}</blockquote>")
-            continue
-        elif (b := _BULLET.match(line)) is not None:
-            flush()
-            indent, kind = len(b.group(1).expandtabs(4)), "ol" if b.group(2)[0].isdigit() else "ul"
-            close_lists(indent)
-            if lists and lists[-1][0] == indent and lists[-1][1] != kind:
-                close_lists(indent - 1)
-            if not lists or lists[-1][0] < indent:
-                out.append(f"<{kind}><li>")
-                lists.append((indent, kind))
-            else:
-                out.append("</li><li>")
-            out.append(inline.render(b.group(3)))
-        elif lists and line[:1].isspace():  # a continuation line of the current list item
-            out.append(" " + inline.render(stripped))
-        else:
-            close_lists()
-            para.append(stripped)
-        i += 1
-    end_block()
-    return "\n".join(out)
+    """CommonMark and tables (no raw HTML, images, autolinks) as inert HTML, with citations resolved by `evidence`."""
+    return _render(_tokens(markdown), evidence, cards)
 
 
-def _table(header: str, rows: list[str], inline: _Inline) -> str:
-    def cells(line: str) -> list[str]:
-        return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
-
-    head = "".join(f"<th>{inline.render(c)}</th>" for c in cells(header))
-    body = "".join("<tr>" + "".join(f"<td>{inline.render(c)}</td>" for c in cells(r)) + "</tr>" for r in rows)
-    return f'<table class="vb-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+def _plain_text(tokens: list[Token]) -> str:
+    """Inline tokens as the text they show, with links and images as written."""
+    out = []
+    for t in tokens:
+        if t.type in ("text", "code_inline"):
+            out.append(t.content)
+        elif t.type in ("softbreak", "hardbreak"):
+            out.append(" ")
+        elif t.type == "vb_cite":
+            out.append(f"[{t.content}]")
+        elif t.type == "image":
+            out.append(t.meta["source"])
+        elif t.type == "link_open":
+            out.append("[")
+        elif t.type == "link_close":
+            out.append(t.meta["tail"])
+    return "".join(out)
 
 
 def cited_findings(rr: RunResult) -> list[Finding]:
@@ -329,10 +326,9 @@ def sources_html(rr: RunResult, evidence: Evidence | None = None) -> str:
 
 
 def report_title(rr: RunResult) -> str:
-    """The report's title as plain text (its first line when that is a heading), else the question."""
-    first = next((ln.strip() for ln in rr.report.markdown.splitlines() if ln.strip()), "")
-    m = _HEADING.match(first)
-    title = _ESCAPED.sub(r"\1", _heading_text(m.group(2))) if m else ""
+    """The report's title as plain text (its first block when that is a heading), else the question."""
+    tokens = _MD.parse(rr.report.markdown)
+    title = _plain_text(tokens[1].children or []) if tokens and tokens[0].type == "heading_open" else ""
     return " ".join(title.split()) or rr.question
 
 
@@ -340,13 +336,8 @@ def report_html(rr: RunResult, *, title: bool = True) -> str:
     """The whole report as one inert HTML fragment: styles, the body with citation cards, and the Sources list;
     title=False leaves out a leading heading (the page shows it)."""
     ev = Evidence.of(rr)
-    body = body_of(rr.report.markdown)
-    if not title:
-        lines = body.lstrip().split("\n")
-        if lines and _HEADING.match(lines[0].strip()):
-            body = "\n".join(lines[1:])
-    return (f"<style>{STYLE}</style><div class=\"vb-report\">{markdown_html(body, ev)}"
-            f"{sources_html(rr, ev)}</div>")
+    body = _render(_tokens(body_of(rr.report.markdown), title=title), ev, cards=True)
+    return f"<style>{STYLE}</style><div class=\"vb-report\">{body}{sources_html(rr, ev)}</div>"
 
 
 STYLE = """
@@ -379,7 +370,7 @@ padding:.7rem .85rem;font-weight:400;font-size:.95rem;line-height:1.45;cursor:au
 def notes_html(rr: RunResult) -> str:
     """Gaps, conflicts (with their findings' citation cards) and the problems left, as inert HTML; "" if none."""
     ev = Evidence.of(rr)
-    inline = _Inline(ev, cards=True)
+    inline = _Citations(ev, cards=True)
     parts = []
     if rr.report.gaps:
         items = "".join(f"<li>{inline.cite(gid)} {_esc(g)}</li>" for gid, g in ev.gaps.items())
