@@ -14,7 +14,7 @@ from pipeline.core.schema import BudgetLimits, RunOptions, RunResult, SearchResu
 from pipeline.models.base import LLMError
 from pipeline.models.factory import model_client
 from pipeline.research import preflight
-from pipeline.research.orchestrator import new_run_id, research
+from pipeline.research.orchestrator import RunNotRecorded, new_run_id, research
 from pipeline.store import open_store
 from pipeline.web.fetch import Fetcher
 from pipeline.web.search.anthropic import ServerWebSearch
@@ -92,7 +92,17 @@ def run_question(question: str, *, mode: str, json_path: str | None, quiet: bool
             print(f"research: run {run_id} interrupted; resume with: python -m pipeline resume {run_id}",
                   file=sys.stderr, flush=True)
             raise
+        except RunNotRecorded as e:
+            return not_recorded(e, json_path)
     return print_outcome(result, json_path)
+
+
+def not_recorded(e: RunNotRecorded, json_path: str | None, verb: str = "") -> int:
+    """A run the run store failed to record: what it had (report, problems, JSON), then how to go on; exit 1."""
+    print_outcome(e.result, json_path, verb)
+    print(f"research: the run store failed; when it is writable again: python -m pipeline resume {e.result.run_id}",
+          file=sys.stderr)
+    return EXIT_FAILED
 
 
 def require_run_access(settings: Settings, mode: str) -> None:

@@ -7,13 +7,13 @@ import sys
 import unicodedata
 from pathlib import Path
 
-from pipeline.cli.commands import EXIT_FAILED, EXIT_OK, check_json_path, print_outcome
+from pipeline.cli.commands import EXIT_FAILED, EXIT_OK, check_json_path, not_recorded, print_outcome
 from pipeline.cli.progress import StderrProgress
 from pipeline.config import Settings
 from pipeline.core.schema import RunResult
 from pipeline.replay.tape import Tape, TapeMode
 from pipeline.research import resume as resumption
-from pipeline.research.orchestrator import new_run_id, research
+from pipeline.research.orchestrator import RunNotRecorded, new_run_id, research
 from pipeline.store import open_store, store_exists
 
 
@@ -88,7 +88,10 @@ def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
         where = f"after {checkpoint.after}" if checkpoint else "from the start (no step had finished)"
         print(f"research: resuming run {ready.row.id} {where}; recorded calls are reused, not repeated",
               file=sys.stderr, flush=True)
-        result = resumption.resume(store, ready, events=StderrProgress(quiet=args.quiet))
+        try:
+            result = resumption.resume(store, ready, events=StderrProgress(quiet=args.quiet))
+        except RunNotRecorded as e:
+            return not_recorded(e, args.json, verb=" (resumed)")
     summary = ready.tape.summary()
     print(f"research: {summary['served']} recorded calls reused, {summary['missed']} made now", file=sys.stderr)
     return print_outcome(result, args.json, verb=" (resumed)")

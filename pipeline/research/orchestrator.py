@@ -25,7 +25,7 @@ from pipeline.research.context import CalculationLog, RunContext
 from pipeline.research.flows import SoFar, extractive_flow, model_flow
 from pipeline.research.prompts import version as prompt_version
 from pipeline.research.steps.analyse import Analysis
-from pipeline.store.base import RunRecorder, RunStore
+from pipeline.store.base import RunRecorder, RunStore, StoreError
 from pipeline.store.sql import settings_secrets
 from pipeline.web.corpus import Corpus
 from pipeline.web.fetch import Fetcher, PageLoader, WebPages
@@ -79,6 +79,50 @@ class FetchTally:
                 "so nothing could be quoted from them.")
 
 
+class RunNotRecorded(StoreError):
+    """The run store failed to record an event, so the run stopped there (each later event of any thread raises too,
+    so nothing more is spent unrecorded), or failed to record the finished result. `result` is what the run had:
+    status "failed" when its steps were cut short, with a "store_failed" problem saying how to go on. The run's row
+    is left unfinished, so once the store is writable again `resume` continues it, repeating no recorded call."""
+
+    def __init__(self, message: str, result: RunResult):
+        super().__init__(message)
+        self.result = result
+
+
+class _Recording:
+    """The recorder as one of the run's event sinks: its first StoreError stops the run."""
+
+    def __init__(self, recorder: RunRecorder) -> None:
+        self.recorder = recorder
+        self.error: StoreError | None = None
+        self.closed = False  # after the steps: events still reach the other sinks, never this failed store
+        self._lock = threading.Lock()
+
+    def emit(self, event: Event, *, tokens: int = 0, ms: float = 0.0) -> None:
+        if self.error is not None:
+            if self.closed:
+                return
+            raise StoreError(str(self.error))
+        try:
+            self.recorder.emit(event, tokens=tokens, ms=ms)
+        except StoreError as e:
+            with self._lock:
+                self.error = self.error or e
+            raise
+
+
+def _not_recorded(error: StoreError, where: str, run_id: str) -> Problem:
+    return Problem(kind="store_failed", step=where, message=(
+        f"the run store could not record the run ({error}), so the run stopped {_where_said(where)}; what it had "
+        f"recorded is kept. Free space on the database's disk or make it writable (or set RESEARCH_DB to another "
+        f"database), then resume run {run_id}: recorded calls are not repeated"))
+
+
+def _where_said(where: str) -> str:
+    return "after its last step, before its result was saved" if where == "result" else f"in its {where} step"
+
+
 def build_context(settings: Settings, options: RunOptions, events: EventSink, *,
                   provider: SearchProvider | None = None, tape: Tape | None = None) -> RunContext:
     """A fresh RunContext on one budget; the search provider from settings unless one is given.
@@ -127,7 +171,8 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
     """Run every step and return the RunResult; faults become problems, a bug becomes status "failed".
 
     With a `store`, the run and every event are recorded (keys from settings and `secrets` are scrubbed from
-    everything written), with a checkpoint after each step and each worker. A cancelled budget (ctx.budget.cancel)
+    everything written), with a checkpoint after each step and each worker; when the store fails to record, the run
+    stops and RunNotRecorded (a StoreError) carries what it had. A cancelled budget (ctx.budget.cancel)
     ends the run with a "cancelled" problem and status "partial" (or "failed"). With a
     `tape` (replay/tape.py) the recorded calls are served instead of repeated: replay, or resume of `run_id`.
     A custom `context` factory is called as context(settings, options, events), plus tape=... when there is one.
@@ -140,9 +185,10 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
     if not question:
         raise ValueError("the question is empty")
     recorder = _recorder(store, run_id, question, options, settings, secrets, tape)
+    recording = _Recording(recorder) if recorder is not None else None
     try:
         checkpoints = Checkpoints()
-        events = FanOut(events or NullSink(), tally, *([recorder] if recorder else []), checkpoints)
+        events = FanOut(events or NullSink(), tally, *([recording] if recording else []), checkpoints)
         if tape is not None:
             events.emit(SessionEvent(tape=tape.mode.value, from_run=tape.run_id))
         make_context = context or build_context
@@ -152,9 +198,11 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
         timings: dict[str, float] = {"started_at": round(time.time(), 3)}  # epoch seconds, UTC
         so_far = SoFar()
         status: RunStatus = "failed"
+        at = ["start"]  # the step running, for a problem that stops the run
 
         def step(name: str, fn: Callable[[], Any]) -> Any:
             # The steps emit their own detailed "step" events; here the wall time is kept and a checkpoint saved.
+            at[0] = name
             started = time.monotonic()
             try:
                 output = fn()
@@ -174,12 +222,25 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
                     kind="model_unavailable", step="run",
                     message="no model call succeeded, so nothing was analysed; see the problems above (check "
                             "ANTHROPIC_API_KEY and the network), then run again"))
+        except StoreError:
+            if recording is None or recording.error is None:
+                raise  # not this run's recorder: nothing here knows it
+            status = "failed"  # the steps were cut short where the store failed
         except Exception as e:  # our bug: keep everything gathered so far, and say so
-            events.emit(InternalErrorEvent(error=repr(e), traceback=traceback.format_exc()))
+            try:
+                events.emit(InternalErrorEvent(error=repr(e), traceback=traceback.format_exc()))
+            except StoreError:  # the store failed too: said below, as store_failed
+                if recording is None or recording.error is None:
+                    raise
             so_far.problems.append(Problem(kind="internal_error", step="run",
                                            message=f"the run stopped on an internal error ({type(e).__name__}: {e}); "
                                                    "what was gathered before it is kept"))
         problems = so_far.problems
+        cut: Problem | None = None
+        if recording is not None and recording.error is not None:
+            recording.closed = True
+            cut = _not_recorded(recording.error, at[0], run_id)
+            problems.append(cut)
         if ctx.budget.cancelled:  # said here, so the recorded result is the one the caller gets
             problems.append(Problem(kind="cancelled", step="run",
                                     message="the run was cancelled; what was gathered before that is kept"))
@@ -195,8 +256,16 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
         )
         if tape is not None:
             events.emit(TapeEvent(**tape.summary()))
+        if cut is not None:
+            raise RunNotRecorded(cut.message, result)
         if recorder is not None:
-            recorder.finish(result)
+            try:
+                recorder.finish(result)
+            except StoreError as e:  # every call is recorded: a resume serves them all and saves the result
+                status = "partial" if status == "complete" else status
+                problem = _not_recorded(e, "result", run_id)
+                raise RunNotRecorded(problem.message, result.model_copy(update={
+                    "status": status, "problems": [*problems, problem]})) from None
     finally:
         if recorder is not None:  # a run that raised (its store went away) must not look alive
             recorder.stop()

@@ -7,17 +7,23 @@ the right answer regardless of arrival order:
         fake.rule(lambda r: r.has_tool("web_search"), reply_tool_use("web_search", {"query": "x"}))
         fake.rule(lambda r: "plan" in r.last_user_text, lambda r: reply_json({"sub_questions": []}))
         fake.fault(lambda r: "flaky" in r.last_user_text, status=529, times=2)   # then rules answer
+        fake.fault(lambda r: "judge" in r.system_text, kind="reply", reply=reply_json({"no": "schema"}), times=1)
         settings = Settings(anthropic_api_key="sk-ant-test-...", anthropic_base_url=fake.base_url)
 
-Order per request: JSON parse (400) -> api key (401, when `api_key=` was given) -> the first matching
-fault with uses left -> request-shape validation (400, like the real API) -> the first matching rule ->
-`brain` (default: a minimal instance of the requested JSON schema, else the text "ok").
+Order per request: JSON parse (400) -> api key (401, when `api_key=` was given) -> `on_request` callbacks ->
+the first matching fault with uses left -> request-shape validation (400, like the real API) -> the fault's
+`reply` (kind "reply"), else the first matching rule, else `brain` (default: a minimal instance of the
+requested JSON schema, else the text "ok").
 
 Usage is simulated deterministically: about one token per 4 characters of the request's tools, system
 and messages; prompt caching is simulated on the exact request bytes up to each `cache_control`
 breakpoint (render order tools -> system -> messages): a prefix seen before is billed as
 `cache_read_input_tokens`, a new one as `cache_creation_input_tokens`. A reply longer than the request's
 `max_tokens` is cut and ends with stop_reason "max_tokens", as the real API does.
+
+A `kind="reply"` fault answers a well-formed, billed 200 message with `reply` (a FakeReply, or a responder
+called with the request) instead of the rules and the brain: a wrong answer the model could give (a structured
+reply that does not match its schema, an empty text), limited by `times` like every fault.
 
 `requests` records every HTTP request (the key header is kept so tests can assert it was sent; the
 record's repr never shows headers). Retryable faults send `retry-after-ms: 1` unless `headers=` is
@@ -36,7 +42,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-FaultKind = Literal["status", "malformed_json", "hang", "reset"]
+FaultKind = Literal["status", "malformed_json", "hang", "reset", "reply"]
 ERROR_TYPES = {
     400: "invalid_request_error", 401: "authentication_error", 402: "billing_error", 403: "permission_error",
     404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 500: "api_error",
@@ -239,6 +245,7 @@ class Fault:
     headers: dict[str, str] | None
     body: bytes | None
     fired: int = 0
+    reply: Responder | None = None  # kind "reply": what the model says instead
 
 
 class FakeAnthropic:
@@ -254,6 +261,7 @@ class FakeAnthropic:
         self.strict_roles = strict_roles
         self.handler_errors: list[BaseException] = []
         self._rules: list[tuple[Predicate, Responder]] = []
+        self._observers: list[Callable[[MessagesRequest], None]] = []
         self._faults: list[Fault] = []
         self._requests: list[RecordedRequest] = []
         self._cache: set[str] = set()
@@ -300,12 +308,35 @@ class FakeAnthropic:
             self._rules.append((predicate, fn))
 
     def fault(self, predicate: Predicate | None = None, *, status: int = 500, kind: FaultKind = "status",
-              times: int | None = 1, headers: dict[str, str] | None = None, body: bytes | None = None) -> Fault:
-        """Fail the next `times` matching requests: an HTTP error `status`, a broken 200 body, a hang or a reset."""
-        f = Fault(predicate or (lambda _r: True), kind, status, times, headers, body)
+              times: int | None = 1, headers: dict[str, str] | None = None, body: bytes | None = None,
+              reply: Responder | FakeReply | None = None) -> Fault:
+        """Fail the next `times` matching requests: an HTTP error `status`, a broken 200 body, a hang, a reset, or
+        (kind "reply") a well-formed answer saying `reply` instead of what the rules and the brain would say."""
+        if kind == "reply" and reply is None:
+            raise ValueError('a kind="reply" fault needs reply=')
+        responder = reply if reply is None or callable(reply) else (lambda _r, said=reply: said)
+        f = Fault(predicate or (lambda _r: True), kind, status, times, headers, body, reply=responder)
         with self._lock:
             self._faults.append(f)
         return f
+
+    def on_request(self, callback: Callable[[MessagesRequest], None]) -> None:
+        """Call `callback` with each POST /v1/messages as it arrives, before faults, rules and the brain answer it
+        (on the server's thread): to act at a given point of a run, such as killing its process or filling its
+        disk. An exception in a callback is kept in `handler_errors`; the request is answered anyway."""
+        with self._lock:
+            self._observers.append(callback)
+
+    def reset(self) -> None:
+        """Forget every rule, fault, observer, recorded request, handler error and cached prompt: the server as new,
+        for a fixture that reuses one server between tests (`brain` and the other constructor settings are kept)."""
+        with self._lock:
+            self._rules.clear()
+            self._observers.clear()
+            self._faults.clear()
+            self._requests.clear()
+            self._cache.clear()
+            self.handler_errors.clear()
 
     # -- inspection ------------------------------------------------------------------------------
     @property
@@ -326,6 +357,15 @@ class FakeAnthropic:
         with self._lock:
             self._requests.append(rec)
 
+    def _observe(self, req: MessagesRequest) -> None:
+        with self._lock:
+            observers = list(self._observers)
+        for callback in observers:
+            try:
+                callback(req)
+            except Exception as e:  # a test's callback broke: kept for the test to see, the request still answered
+                self.handler_errors.append(e)
+
     def _pick_fault(self, req: MessagesRequest) -> Fault | None:
         with self._lock:
             for f in self._faults:
@@ -339,8 +379,8 @@ class FakeAnthropic:
             rules = list(self._rules)
         return next((fn for pred, fn in rules if pred(req)), self.brain)
 
-    def _answer(self, req: MessagesRequest) -> dict[str, Any]:
-        reply = self._pick_responder(req)(req)
+    def _answer(self, req: MessagesRequest, responder: Responder | None = None) -> dict[str, Any]:
+        reply = (responder or self._pick_responder(req))(req)
         rec = req.recorded
         content = [dict(b) for b in reply.content]
         for i, b in enumerate(content):
@@ -381,6 +421,9 @@ class _Handler(BaseHTTPRequestHandler):
     owner: FakeAnthropic
     protocol_version = "HTTP/1.1"
     timeout = 15
+    # Headers and body go out in two writes; with Nagle's algorithm the body then waits for the client's delayed
+    # ACK of the headers (about 40 ms per answer on Linux). No byte changes, only when they leave.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: test output stays clean
         return None
@@ -401,8 +444,10 @@ class _Handler(BaseHTTPRequestHandler):
         if fake.api_key is not None and rec.api_key != fake.api_key:
             return self._error(rec, 401, "invalid x-api-key")
         req = MessagesRequest.of(rec)
+        if self.path == "/v1/messages":
+            fake._observe(req)
         fault = fake._pick_fault(req)
-        if fault is not None:
+        if fault is not None and fault.reply is None:
             return self._fault(rec, fault)
         try:
             _validate(rec, strict_roles=fake.strict_roles)
@@ -411,7 +456,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.endswith("count_tokens"):
             return self._send(rec, 200, {"input_tokens": _tokens("".join(s for s, _ in _prompt_segments(rec)))})
         try:
-            answer = fake._answer(req)
+            answer = fake._answer(req, fault.reply if fault is not None else None)
         except Exception as e:  # a test's brain or rule broke: say so, and stop the SDK retrying it
             fake.handler_errors.append(e)
             return self._error(rec, 500, f"fake brain raised {type(e).__name__}: {e}", {"x-should-retry": "false"})

@@ -7,8 +7,9 @@
         ...
         assert api.requests[-1].headers["x-subscription-token"] == "k"
 
-Each request first takes the next queued fault, if any; otherwise it is answered in the provider's documented
-shape from `hits` (honouring Brave `count` and Tavily `max_results`; SearXNG has no count and returns all).
+Each request first takes the next queued fault, if any, else the standing one (`fail_always`, an outage); otherwise
+it is answered in the provider's documented shape from `hits` (honouring Brave `count` and Tavily `max_results`;
+SearXNG has no count and returns all).
 A wrong or missing key answers 401 in the provider's error shape. Every request is recorded (method, path,
 query parameters, lower-cased headers, JSON body). Runs on 127.0.0.1, port chosen by the OS.
 
@@ -113,6 +114,7 @@ class FakeSearchApi:
         self.hits = list(hits or [])
         self.api_key = api_key
         self._faults: list[Canned] = []
+        self._standing: Canned | None = None  # fail_always
         self._requests: list[Request] = []
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _Handler, self)
@@ -128,6 +130,21 @@ class FakeSearchApi:
         """Queue faults, answered in order by the next requests."""
         with self._lock:
             self._faults.extend(faults)
+
+    def fail_always(self, fault: Canned | None) -> None:
+        """Answer every request with `fault` (once the queued ones are used up) until called with None: an outage."""
+        with self._lock:
+            self._standing = fault
+
+    def reset(self, hits: list[Hit] | None = None) -> None:
+        """Forget recorded requests and every fault, queued or standing; serve `hits` when given (a fixture that
+        reuses one server between tests)."""
+        with self._lock:
+            self._requests.clear()
+            self._faults.clear()
+            self._standing = None
+            if hits is not None:
+                self.hits = list(hits)
 
     @property
     def requests(self) -> list[Request]:
@@ -153,7 +170,7 @@ class FakeSearchApi:
     def _take(self, request: Request) -> Canned | None:
         with self._lock:
             self._requests.append(request)
-            return self._faults.pop(0) if self._faults else None
+            return self._faults.pop(0) if self._faults else self._standing
 
     def authorised(self, headers: dict[str, str]) -> bool:
         if self.api_key is None:
@@ -209,6 +226,9 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
+    # Each response goes out in several writes (head, then body); without this, Nagle's algorithm holds the body
+    # back until the client's delayed ACK of the head, about 40 ms per response. The bytes are the same.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: object) -> None:
         return None

@@ -112,6 +112,12 @@ class WebServer:
         with self._lock:
             self.routes[path] = route
 
+    def reset(self, routes: Mapping[str, Route] | None = None) -> None:
+        """Serve only `routes` from now on and forget the requests recorded (a fixture reusing one server)."""
+        with self._lock:
+            self.routes = dict(routes or {})
+            self._requests.clear()
+
     @property
     def requests(self) -> list[Recorded]:
         with self._lock:
@@ -169,6 +175,9 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
+    # Each response goes out in several writes (head, then body); without this, Nagle's algorithm holds the body
+    # back until the client's delayed ACK of the head, about 40 ms per response. The bytes are the same.
+    disable_nagle_algorithm = True
 
     def setup(self) -> None:
         if isinstance(self.request, ssl.SSLSocket):
