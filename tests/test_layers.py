@@ -18,7 +18,8 @@ ALLOWED: dict[str, set[str]] = {
     "replay": {"core", "config", "models", "web", "store", "replay"},
     "research": {"core", "config", "models", "web", "store", "replay", "research"},
     "bench": {"core", "config", "models", "web", "store", "replay", "research", "bench"},
-    "cli": {"core", "config", "models", "web", "store", "replay", "research", "bench", "cli"},
+    "mcp": {"core", "config", "models", "web", "store", "replay", "research", "mcp"},
+    "cli": {"core", "config", "models", "web", "store", "replay", "research", "bench", "mcp", "cli"},
     "config": {"core", "config", "models"},
     "package": {"cli"},  # pipeline/__init__.py and __main__.py
 }
@@ -82,6 +83,8 @@ def violations(root: Path) -> list[str]:
                 found.append(f"{rel}: core does no I/O and uses no SDK ({name})")
             if _matches(name, {"anthropic"}) and rel.as_posix() != "pipeline/models/anthropic.py":
                 found.append(f"{rel}: only pipeline/models/anthropic.py imports anthropic")
+            if _matches(name, {"mcp"}) and rel.parts[:2] != ("pipeline", "mcp"):
+                found.append(f"{rel}: only pipeline/mcp/ imports the mcp SDK ({name})")
             if _matches(name, DATABASE_DRIVERS) and rel.as_posix() != "pipeline/store/database.py":
                 found.append(f"{rel}: only pipeline/store/database.py talks to the database server ({name})")
             if (_matches(name, NETWORK_LIBRARIES) and own not in ("web", "models")
@@ -103,6 +106,10 @@ def test_the_code_keeps_the_layering_rules() -> None:
     ("pipeline/research/orchestrator.py", "import httpx", "only web/ (and the model adapters) open connections"),
     ("pipeline/store/sql.py", "from ..research import orchestrator", "layer store may not import layer research"),
     ("pipeline/web/fetch.py", "from pipeline.replay.tape import Tape", "layer web may not import layer replay"),
+    ("pipeline/mcp/server.py", "from pipeline.cli import commands", "layer mcp may not import layer cli"),
+    ("pipeline/research/orchestrator.py", "from pipeline.mcp import server", "layer research may not import layer mcp"),
+    ("pipeline/cli/mcp_command.py", "from mcp.server.mcpserver import MCPServer",
+     "only pipeline/mcp/ imports the mcp SDK"),
 ])
 def test_a_forbidden_import_is_reported(tmp_path: Path, file: str, line: str, rule: str) -> None:
     shutil.copytree(ROOT / "pipeline", tmp_path / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
