@@ -162,15 +162,8 @@ def applies(step: str, fault: Fault) -> bool:
     return True
 
 
-PLAN_JUDGE_UNNAMED = pytest.mark.xfail(strict=True, reason=(
-    "a plan judge that fails for good is named nowhere but in the plan step's event (scores None): make_plan keeps "
-    "the earliest draft and returns a Plan, which has no field for it, and research/flows.py adds the plan's "
-    "problems; both are outside this task's files"))
-
-
 def _cell(mode: str, step: str, fault: Fault) -> Any:
-    marks = [PLAN_JUDGE_UNNAMED] if step == "plan_judge" and not fault.transient else []
-    return pytest.param(mode, step, fault, id=f"{mode}-{step}-{fault.name}", marks=marks)
+    return pytest.param(mode, step, fault, id=f"{mode}-{step}-{fault.name}")
 
 
 CELLS = [_cell(mode, step, fault) for mode in MODES for step in STEPS[mode] for fault in FAULTS if applies(step, fault)]
@@ -426,9 +419,6 @@ def test_model_fault(world: World, mode: str, step: str, fault: Fault, tmp_path_
         assert quotes == base.quotes
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the plan_fallback problem says the planner failed, never why (the model error's message, e.g. HTTP 529, is "
-    "dropped): research/flows.py writes that problem from Plan.fallback alone, outside this task's files"))
 def test_a_planner_failure_names_its_cause(world: World) -> None:
     world.fake.fault(is_step("plan"), status=529, times=None)
     result = world.run("fixed")

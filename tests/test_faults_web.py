@@ -39,7 +39,6 @@ CAP = 16_000  # RESEARCH_FETCH_MAX_BYTES in these cells
 DEADLINE = 0.5  # RESEARCH_FETCH_DEADLINE
 BIG = page("Qdrant plans", QUOTE_B, *["Filler text about vector databases and their many clusters."] * 600)
 PRICE_CP1252 = page("Qdrant plans", "Qdrant Cloud pricing for the hybrid plan starts at 99 € or £85 per month.")
-WEB_BUGS = "outside this task's files (pipeline/web/fetch.py, extract.py, charset.py)"
 
 
 @dataclass(frozen=True)
@@ -70,17 +69,10 @@ PAGE_FAULTS = [
     PageFault("huge-pdf", Route.streamed(_huge_pdf, "application/pdf"), "too_large"),
     PageFault("gzip-bomb", Route.gzip_bomb(50 * CAP), "too_large"),
     PageFault("html-as-pdf", Route.content(PAGES["/b"].body, "application/pdf"), "unsupported_type"),
-    PageFault("pdf-as-html", Route.content(tiny_pdf(QUOTE_B), "text/html"), "unsupported_type", or_readable=True, bug=(
-        "a PDF labelled text/html is read as HTML: its source (%PDF-, obj, stream) becomes the page text the "
-        "analyst quotes from; fetch.py's _kind trusts the label over the %PDF- signature, " + WEB_BUGS)),
-    PageFault("binary-as-text", Route.content(os.urandom(4000), "text/plain"), "unsupported_type", bug=(
-        "random bytes labelled text/plain are decoded and kept as a page of mojibake instead of being refused as "
-        "not text, " + WEB_BUGS)),
+    PageFault("pdf-as-html", Route.content(tiny_pdf(QUOTE_B), "text/html"), "unsupported_type", or_readable=True),
+    PageFault("binary-as-text", Route.content(os.urandom(4000), "text/plain"), "unsupported_type"),
     PageFault("wrong-charset", Route.content(PRICE_CP1252.body.decode().encode("cp1252"), "text/html; charset=utf-8"),
-              None, bug=(
-        "Windows-1252 bytes labelled UTF-8 decode with U+FFFD for the euro and pound signs: the quote loses them "
-        "and no fetch failure or problem says so (decode_text replaces errors under a declared charset instead of "
-        "falling back to detection), " + WEB_BUGS)),
+              None),
 ]
 SOLE = ("slow-body", "huge-declared")
 

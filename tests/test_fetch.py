@@ -420,6 +420,14 @@ def test_declared_charsets_win_over_utf8_validity() -> None:
     assert decode_text("Â£5".encode("cp1252"), None, html=False) == "£5"
 
 
+def test_a_page_labelled_utf8_that_is_not_is_detected_unless_it_holds_utf8_characters() -> None:
+    cp1252 = "The plan costs 25 € a month, or 21 £, in the café.".encode("cp1252")
+    assert "25 € a month, or 21 £" in decode_text(cp1252, "utf-8", html=False)  # no U+FFFD where the signs were
+    mixed = "Zürich and Genève ".encode() * 20 + b"one stray \xff byte"
+    text = decode_text(mixed, "utf-8", html=False)
+    assert text.startswith("Zürich and Genève") and text.count("\ufffd") == 1  # UTF-8 it is: only the stray goes
+
+
 def test_charset_labels_mean_what_browsers_read() -> None:
     assert decode_text("①番".encode("cp932"), "Shift_JIS", html=False) == "①番"  # NEC extension: cp932, not shift_jis
     assert decode_text(JAPANESE.encode("cp932"), "x-sjis", html=False) == JAPANESE

@@ -69,10 +69,7 @@ def model_flow(question: str, ctx: RunContext, options: RunOptions, step: Step, 
                tally: Tally) -> None:
     """plan (lead model) -> fixed or tools research -> support judge -> analyse -> write and review."""
     ctx.offered.add_text(question)
-    so_far.plan = plan = step("plan", lambda: make_plan(question, ctx, options))
-    if plan.fallback:
-        so_far.problems.append(Problem(kind="plan_fallback", step="plan",
-                                       message="the planner failed, so the question was researched as a whole"))
+    so_far.plan = plan = step("plan", lambda: make_plan(question, ctx, options, so_far.problems))
     if options.mode == "fixed":
         by_sq = step("research", lambda: research_fixed(plan, ctx, options))
         so_far.problems += step("analyse", lambda: propose_findings(plan, by_sq, ctx, options)) or []

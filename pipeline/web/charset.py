@@ -12,6 +12,7 @@ _META_CHARSET = re.compile(rb"<meta[^>]*?charset\s*=\s*[\"']?\s*([a-zA-Z0-9_.:-]
 _SUPERSETS = {"iso8859-1": "cp1252", "ascii": "cp1252", "iso8859-9": "cp1254", "iso8859-11": "cp874",
               "tis-620": "cp874", "shift_jis": "cp932", "euc_kr": "cp949", "gb2312": "gb18030", "gbk": "gb18030",
               "utf-16": "utf-16-le"}
+_UTF8_MULTIBYTE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
 _LABELS = {"x-sjis": "cp932", "windows-31j": "cp932", "x-gbk": "gb18030", "x-mac-roman": "mac_roman"}
 
 
@@ -26,13 +27,29 @@ def decode_text(body: bytes, declared: str | None, *, html: bool, truncated: boo
         codec = _codec(meta.group(1).decode("ascii")) if meta else None
         if codec and codec.startswith("utf-16"):
             codec = "utf-8"  # a <meta> readable as ASCII cannot be in UTF-16 (WHATWG)
-    if codec:
+    if codec and codec != "utf-8":
         return body.decode(codec, errors="replace")
     try:  # a body cut at the cap may end inside a character: decode all but that partial tail
         return codecs.getincrementaldecoder("utf-8")().decode(body, final=not truncated)
     except UnicodeDecodeError:
-        best = from_bytes(body[:200_000]).best()
-        return body.decode((_codec(best.encoding) if best else None) or "cp1252", errors="replace")
+        # Not UTF-8, whatever it says: a Windows-1252 page labelled UTF-8 would lose its euro and pound signs
+        # to U+FFFD, and a quote with them could never match. Detection names what the bytes are.
+        # A declared UTF-8 page that does hold UTF-8 characters keeps UTF-8: one stray byte must not turn
+        # every accented letter into mojibake.
+        if codec and _UTF8_MULTIBYTE.search(body):
+            return body.decode("utf-8", errors="replace")
+        return body.decode(_detected(body), errors="replace")
+
+
+def _detected(body: bytes) -> str:
+    """The codec detection names for `body`; of encodings that fit it equally well, Windows-1252 (the web's
+    default for Western pages, which 1250 and 775 tie with on a short Latin text), else the best; cp1252 if none."""
+    matches = list(from_bytes(body[:200_000]))
+    if not matches:
+        return "cp1252"
+    least = min(m.chaos for m in matches)
+    tied = [m.encoding for m in matches if m.chaos <= least]
+    return "cp1252" if "cp1252" in tied else (_codec(tied[0]) or "cp1252")
 
 
 def _codec(label: str | None) -> str | None:

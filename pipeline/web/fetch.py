@@ -364,16 +364,29 @@ def _content_type(header: str) -> tuple[str, str | None]:
 
 
 def _kind(media: str, body: bytes, origin: _Origin | None = None) -> Kind:
-    """The document kind from the media type, or sniffed from the bytes when the type says nothing."""
-    if media in _KINDS:
-        return _KINDS[media]
+    """The document kind from the media type, or sniffed from the bytes when the type says nothing.
+
+    Two sniffs override the label, because a wrong label would put junk where quotes are checked: a body that
+    starts with the PDF signature is read as a PDF (its source is no page text), and a body labelled as text that
+    holds binary bytes (WHATWG's "binary data bytes" in its first 1,445 bytes) is refused.
+    """
     head = body[:1024].lstrip().lower()
     if head.startswith(b"%pdf-"):
         return "pdf"
+    if media in _KINDS:
+        kind = _KINDS[media]
+        if kind != "pdf" and _BINARY.search(body[:1445]) and not body.startswith(_UTF16_BOMS):
+            raise _Failure("unsupported_type", f"the page is labelled {media} but holds binary data, not text",
+                           origin)
+        return kind
     if head.startswith((b"<!doctype html", b"<html")) or b"<html" in head:
         return "html"
     raise _Failure("unsupported_type", f"the page is {media or 'unlabelled'} and not recognisably HTML or PDF",
                    origin)
+
+
+_BINARY = re.compile(rb"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def _status_reason(status: int) -> str:

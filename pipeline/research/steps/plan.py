@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from pipeline.core.budget import Phase
 from pipeline.core.event_types import StepEvent
 from pipeline.core.ids import SUB_QUESTION
-from pipeline.core.schema import Plan, RunOptions, SubQuestion
+from pipeline.core.schema import Plan, Problem, RunOptions, SubQuestion
 from pipeline.models.base import LLMError
 from pipeline.research.context import RunContext
 from pipeline.research.prompts import load
@@ -55,9 +55,13 @@ def fallback_plan(question: str) -> Plan:
                 fallback=True)
 
 
-def make_plan(question: str, ctx: RunContext, options: RunOptions) -> Plan:
-    """The research plan for `question`: Q1..Qn, at most max_sub_questions, or the fallback plan."""
+def make_plan(question: str, ctx: RunContext, options: RunOptions, problems: list[Problem] | None = None) -> Plan:
+    """The research plan for `question`: Q1..Qn, at most max_sub_questions, or the fallback plan.
+
+    A planner or plan judge that failed is appended to `problems`, with its cause.
+    """
     n = options.plan_candidates
+    problems = problems if problems is not None else []
     ctx.events.emit(StepEvent(name=STEP, status="started", candidates=n))
     drafts, errors = _drafts(question, ctx, options.max_sub_questions, n)
     normalised = [(d.premise_analysis, normalise(d, options.max_sub_questions)) for d in drafts]
@@ -65,13 +69,20 @@ def make_plan(question: str, ctx: RunContext, options: RunOptions) -> Plan:
     scores: list[int | None] = []
     if not usable:
         plan = fallback_plan(question)
+        cause = "; ".join(dict.fromkeys(errors)) or "no draft had a usable sub-question"
+        problems.append(Problem(kind="plan_fallback", step=STEP, message=(
+            f"the planner failed ({cause}), so the question was researched as a whole")))
     elif len(usable) == 1:
         plan = usable[0][1]
     else:
         # The evaluator sees each plan as it would run (cut, queries cleaned), in the planner's own format.
         shown = [as_draft(why, p) for why, p in usable]
-        best, scores = _best(question, shown, ctx)
+        best, scores, judge_errors = _best(question, shown, ctx)
         plan = usable[best][1]
+        if judge_errors:
+            problems.append(Problem(kind="plan_judge_unavailable", step=STEP, message=(
+                f"the plan judge failed ({'; '.join(dict.fromkeys(judge_errors))}), so of {len(usable)} drafts the "
+                "best-scored one that could be rated (or the first) was kept")))
     ctx.events.emit(StepEvent(
         name=STEP, status="finished", fallback=plan.fallback, sub_questions=len(plan.sub_questions),
         not_researched=len(plan.not_researched), drafts=len(usable), scores=scores, errors=errors,
@@ -139,15 +150,17 @@ def _drafts(question: str, ctx: RunContext, limit: int, n: int) -> tuple[list[Pl
     return drafts, [f"{r.kind}: {r.message}" for r in results if isinstance(r, LLMError)]
 
 
-def _best(question: str, drafts: list[PlanDraft], ctx: RunContext) -> tuple[int, list[int | None]]:
-    """The index of the highest-scored draft (ties, and an unavailable evaluator: the earliest), and every score."""
+def _best(question: str, drafts: list[PlanDraft], ctx: RunContext) -> tuple[int, list[int | None], list[str]]:
+    """The index of the highest-scored draft (ties, and an unavailable evaluator: the earliest), every score, and
+    the evaluator's error messages."""
     unique: dict[str, int] = {}
     for i, d in enumerate(drafts):
         unique.setdefault(d.model_dump_json(), i)
     first_of = [unique[d.model_dump_json()] for d in drafts]
     todo = sorted(set(first_of))
     if len(todo) == 1:  # identical drafts: nothing to choose between
-        return 0, []
+        return 0, [], []
+    errors: list[str] = []
 
     def score(i: int) -> int | None:
         user = (f"<question>{tags.text(question)}</question>\n"
@@ -156,10 +169,11 @@ def _best(question: str, drafts: list[PlanDraft], ctx: RunContext) -> tuple[int,
             return ctx.llm.structured(model=ctx.lead_model, system=load("plan_judge"), messages=user,
                                       output=PlanScore, max_tokens=SCORE_TOKENS, phase=Phase.RESEARCH,
                                       purpose=f"plan_judge:{i}").score
-        except LLMError:
+        except LLMError as e:
+            errors.append(f"{e.kind}: {e.message}")
             return None
 
     with ThreadPoolExecutor(max_workers=min(len(todo), 4), thread_name_prefix="plan_judge") as pool:
         by_draft = dict(zip(todo, pool.map(score, todo), strict=True))
     scores = [by_draft[first_of[i]] for i in range(len(drafts))]
-    return max(range(len(drafts)), key=lambda i: (scores[i] or 0, -i)), scores
+    return max(range(len(drafts)), key=lambda i: (scores[i] or 0, -i)), scores, errors
