@@ -16,7 +16,7 @@ from pipeline.core.events import ListSink
 from pipeline.core.schema import BudgetLimits, RunOptions, RunResult
 from pipeline.research.orchestrator import build_context, research
 from pipeline.web.search.service import make_provider
-from tests.fakes.anthropic_api import FakeAnthropic, MessagesRequest
+from tests.fakes.anthropic_api import FakeAnthropic, MessagesRequest, reply_tool_use
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import Canned, FakeSearchApi, Hit
 from tests.fakes.web_server import Route, WebServer
@@ -307,3 +307,14 @@ def test_cli_run_without_a_key_names_the_variable() -> None:
     proc = subprocess.run([sys.executable, "-m", "pipeline", "run", "Any question?"], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 2 and "ANTHROPIC_API_KEY" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_url_the_question_names_may_be_fetched_though_no_search_returned_it(world: World) -> None:
+    world.web.route("/qdrant", VECTOR_PAGES["/qdrant"])
+    url = world.web.url("/qdrant")
+    first_turn = lambda r: r.has_tool("record_finding") and not r.ends_with_assistant and len(r.messages) == 1  # noqa: E731
+    world.fake.rule(first_turn, reply_tool_use("fetch_page", {"url": url, "focus": "pricing"}))
+    result, sink = world.run(f"What does {url} say Qdrant Cloud pricing starts at?", "tools")
+    fetched = [e.payload for e in sink.of("tool_call") if e.payload["name"] == "fetch_page"]
+    assert fetched and not fetched[0]["is_error"] and world.web.count("/qdrant") >= 1
+    assert any("25 dollars" in f.quote for f in result.findings)
