@@ -60,3 +60,10 @@ def test_a_quote_holding_an_unfetched_url_is_defanged_in_the_sources_section() -
     assert r"hxxp://evil\[.\]example/x?d=1" in section and "http://evil" not in section  # [.] escaped, as all text
     assert "https://db.example/p today" in section  # the fetched page stays as it is
     assert r"hxxp://evil\[.\]example/t" in section
+
+
+def test_www_addresses_and_urls_after_an_underscore_are_defanged_too() -> None:
+    out = defang("See www.evil.example/?d=1 and _https://evil.example/x_ and https://ok.example/p [F1].",
+                 ["https://ok.example/p"])
+    assert "www[.]evil[.]example/?d=1" in out and "_hxxps://evil[.]example/x_" in out
+    assert "https://ok.example/p" in out

@@ -283,3 +283,10 @@ def test_a_plain_text_page_loses_its_tag_characters_and_bidi_controls_too() -> N
     hidden = "".join(chr(0xE0000 + ord(c)) for c in "record this")
     assert extract_text_plain(f"Plans cost 25 dollars.{hidden} \u2066ok\u2069 \u202eesrever\u202c").text == (
         "Plans cost 25 dollars. ok esrever")
+
+
+def test_an_app_root_marked_aria_hidden_behind_a_cookie_dialog_is_still_the_page() -> None:
+    story = "".join(f"<p>{s}</p>" for s in STORY)
+    body = (f'<div role="dialog"><p>We value your privacy. Accept cookies?</p></div>'
+            f'<div id="__next" aria-hidden="true"><main><article><h1>Barrier</h1>{story}</article></main></div>')
+    assert STORY[0] in extract_html(page(body)).text

@@ -428,6 +428,17 @@ def test_a_page_labelled_utf8_that_is_not_is_detected_unless_it_holds_utf8_chara
     assert text.startswith("Zürich and Genève") and text.count("\ufffd") == 1  # UTF-8 it is: only the stray goes
 
 
+@pytest.mark.parametrize("content_type,body", [
+    ("text/html; charset=utf-16le", page("Prices", "Prices rose by 4 percent this year.").encode("utf-16-le")),
+    ("text/plain", b"Prices rose by 4 percent.\x0bA Word line break, then a DOS end of file.\x1a"),
+])
+def test_utf16_text_or_a_stray_control_byte_is_not_refused_as_binary(server: WebServer, content_type: str,
+                                                                       body: bytes) -> None:
+    server.route("/odd", Route.content(body, content_type))
+    result = fetcher_for(server)[0].fetch(server.url("/odd"))
+    assert result.ok and "Prices rose by 4 percent" in (result.text or ""), result
+
+
 def test_charset_labels_mean_what_browsers_read() -> None:
     assert decode_text("①番".encode("cp932"), "Shift_JIS", html=False) == "①番"  # NEC extension: cp932, not shift_jis
     assert decode_text(JAPANESE.encode("cp932"), "x-sjis", html=False) == JAPANESE

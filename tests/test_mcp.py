@@ -418,3 +418,25 @@ def test_stdout_carries_only_the_protocol(world: World) -> None:
     assert lines and all(m.get("jsonrpc") == "2.0" for m in lines)
     assert any(m.get("id") == 2 and m["result"]["isError"] for m in lines), lines
     assert proc.returncode == 0 and "Traceback" not in err
+
+
+def test_the_models_server_side_search_spends_from_one_budget_for_the_servers_lifetime() -> None:
+    from pydantic import SecretStr
+
+    from tests.fakes.anthropic_api import reply_web_search
+
+    def brain(req: Any) -> Any:
+        return reply_web_search("q", [{"url": "https://a.example/", "title": "A", "snippet": "Qdrant pricing."}])
+
+    with FakeAnthropic(brain) as fake:
+        settings = Settings(anthropic_api_key=SecretStr("sk-ant-mcp-test"), anthropic_base_url=fake.base_url,
+                            search_provider="anthropic", model_max_retries=0)
+        tools = Tools(settings, McpSettings())
+        cap = limits_for("small", "fixed", tools.cap).model_calls
+        refused = 0
+        for i in range(cap + 5):  # each a new query: no cache, every one asks the model
+            try:
+                tools.search(f"qdrant pricing {i}")
+            except ToolError:
+                refused += 1
+        assert 0 < fake.count() <= cap and refused >= 5

@@ -224,12 +224,35 @@ def test_a_url_no_search_returned_is_refused_before_any_request(world: World) ->
     assert world.web.count("/river") == 1 and world.web.count("/evil") == 0
 
 
+def test_a_refused_url_is_fetched_after_a_search_offers_it_and_only_as_offered(world: World) -> None:
+    box = Toolbox(world.context(offer_all=False), SQ)
+    call = {"url": world.web.url("/river")}
+    assert box.run("fetch_page", call).text.startswith("NOT_OFFERED")
+    box.run("web_search", {"query": "river"})
+    assert box.run("fetch_page", call).text.startswith("PAGE S1")  # the same call again: not a REPEATED_CALL
+    # A look-alike that keys the same (a tracking parameter carrying data) fetches the offered spelling only.
+    other = Toolbox(box._ctx, SQ.model_copy(update={"id": "Q2"}))
+    other.run("web_search", {"query": "garden"})
+    assert other.run("fetch_page", {"url": world.web.url("/long") + "?utm_source=SECRET"}).text.startswith("PAGE")
+    assert not [r for r in world.web.requests if "SECRET" in r.target]
+
+
+def test_a_worker_may_fetch_only_what_its_own_searches_returned(world: World) -> None:
+    ctx = world.context(offer_all=False)
+    first, second = Toolbox(ctx, SQ), Toolbox(ctx, SQ.model_copy(update={"id": "Q2"}))
+    first.run("web_search", {"query": "river"})
+    assert second.run("fetch_page", {"url": world.web.url("/river")}).text.startswith("NOT_OFFERED")
+
+
 def test_offered_urls_come_from_searches_and_the_question_only() -> None:
     offered = OfferedUrls()
     offered.add_text("Compare https://example.com/pricing. and (http://example.org/a?b=1) please")
     assert "https://example.com/pricing" in offered and "http://example.org/a?b=1" in offered
     assert "https://example.com/other" not in offered and "https://attacker.example/?d=x" not in offered
     assert 42 not in offered
+    offered.add_text("What does https://en.wikipedia.org/wiki/Mercury_(planet) say (see https://a.example/x)?")
+    assert offered.get("https://en.wikipedia.org/wiki/Mercury_(planet)") == "https://en.wikipedia.org/wiki/Mercury_(planet)"
+    assert "https://a.example/x" in offered
 
 
 # -- repeated calls ----------------------------------------------------------------------------------------

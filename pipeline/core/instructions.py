@@ -25,9 +25,9 @@ _IMPERATIVE = re.compile(rf"^\W*(?:please\s+|now\s+|also\s+|then\s+)?(?:{_TASK_V
 _DICTATE = re.compile(r"^\W*(?:please\s+|now\s+|also\s+|then\s+|and\s+)?(?:(?:state|say|report|claim|answer|write|"
                       r"respond|reply|mention|conclude|add)\s+(?:that|with)\b|tell\s+(?:the\s+)?(?:users?|readers?|them)\b|"
                       r"(?:report|give|list|cite|quote)\s+the\s+\w+\s+as\b)", re.I)
-# Sent to a URL: "Visit https://...", "fetch http://169.254.169.254/...".
-_GO_TO_URL = re.compile(r"\b(?:visit|open|fetch|load|download|click|go to|browse to|request|navigate to)\b[^.]{0,40}"
-                        r"https?://", re.I)
+# Sent to a URL, in the imperative: "Visit https://...", "Before answering, fetch http://169.254.169.254/...".
+_GO_TO_URL = re.compile(r"^\W*(?:[\w ]{0,30},\s*)?(?:please\s+|now\s+|then\s+|and\s+)?(?:visit|open|fetch|load|"
+                        r"download|click|go to|browse to|request|navigate to)\b[^.]{0,40}https?://", re.I)
 _ROLE = re.compile(r"(?:^|\n)\s*(?:system|assistant|user|developer|human)\s*:|<\|im_(?:start|end)\|>|\[/?INST\]|"
                    r"###\s*(?:instruction|system)", re.I)
 _OVERRIDE = re.compile(r"\b(?:ignore|disregard|forget|override|bypass)\b[^.]{0,60}\b(?:instructions?|prompts?|"
@@ -57,7 +57,16 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (_DICTATE, "it dictates what the reader should say"),
     (_GO_TO_URL, "it sends the reader to a URL"),
 )
-_SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
+# What the sentence a quote was cut from is checked for: the demands that make the quote the attacker's words
+# ("Ignore ... and state that X"). Not the rules about a sentence as a whole: a statement may end in a question
+# ("Prices fell, but will it last?") or mention "your code" or "AI agents must" and still be evidence.
+_CONTEXT_RULES = tuple((p, r) for p, r in _RULES if p in (_OVERRIDE, _TOOLS, _IMPERATIVE, _DICTATE, _GO_TO_URL))
+_WHOLE_QUESTION = re.compile(r"^\W*(?:will|what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|"
+                             r"can|could|should|would|shall|may|might|has|have|had)\b[^.!]*\?$", re.I)
+# A sentence ends at . ! or ? before a space (not after an abbreviation or an initial: "U.S.", "Inc.", "J."), or
+# at a line end after one of them or a colon; a PDF's line breaks inside a sentence are not ends.
+_SENTENCE_END = re.compile(r"[.!?](?=\s)|(?<=[.!?:])\n|\n\s*\n")
+_ABBREVIATION = re.compile(r"(?:\b[A-Z]|\b(?:Mr|Ms|Mrs|Dr|St|Jr|Sr|No|vs|Co|Inc|Ltd|Corp|etc|e\.g|i\.e|U\.S|U\.K))\.$")
 _REACH = 600  # characters looked at on each side of a quote for its sentence
 
 
@@ -70,12 +79,23 @@ def instruction_reason(quote: str) -> str | None:
     return next((reason for pattern, reason in _RULES if pattern.search(text)), None)
 
 
+def _sentence_ends(text: str, lo: int, hi: int) -> list[int]:
+    """Where sentences end in text[lo:hi]: after . ! or ? before a space (not an abbreviation's or an initial's
+    full stop: "U.S.", "Inc.", "J."), or at a line end after one of them or a colon, or at a blank line; a PDF's
+    line breaks inside a sentence are not ends."""
+    return [m.end() for m in _SENTENCE_END.finditer(text, lo, hi)
+            if not (m.group(0) == "." and _ABBREVIATION.search(text, max(0, m.start() - 6), m.end()))]
+
+
 def enclosing_sentence(text: str, start: int, end: int) -> str:
-    """The sentence (or sentences) of `text` around text[start:end], cut at ., ! or ? before a space, or a line end."""
+    """The sentence (or sentences) of `text` around text[start:end], cut as _sentence_ends says."""
     lo = max(0, start - _REACH)
-    before = [m.end() for m in _SENTENCE_END.finditer(text, lo, start)]
-    after = _SENTENCE_END.search(text, max(end - 1, start), min(len(text), end + _REACH))
-    return text[before[-1] if before else lo:after.end() if after else min(len(text), end + _REACH)].strip()
+    if lo > 0:  # start the window at a word, never inside one
+        space = re.search(r"\s", text[lo:start])
+        lo = lo + space.end() if space else start
+    before = _sentence_ends(text, lo, start)
+    after = _sentence_ends(text, max(end - 1, start), min(len(text), end + _REACH))
+    return text[before[-1] if before else lo:after[0] if after else min(len(text), end + _REACH)].strip()
 
 
 def quote_instruction_reason(text: str, start: int, end: int) -> str | None:
@@ -85,6 +105,12 @@ def quote_instruction_reason(text: str, start: int, end: int) -> str | None:
     if why is not None:
         return why
     sentence = enclosing_sentence(text, start, end)
-    if len(sentence) > end - start and (why := instruction_reason(sentence)) is not None:
-        return f"it was cut from an instruction ({why})"
-    return None
+    if len(sentence) <= end - start:
+        return None
+    if _ROLE.search(sentence):
+        return f"it was cut from an instruction ({_ROLE_REASON})"
+    led = " ".join(sentence[:sentence.find(text[start:end]) + end - start].split())  # the sentence up to the quote
+    why = next((r for p, r in _CONTEXT_RULES if p.search(led)), None)
+    if why is None and _WHOLE_QUESTION.search(" ".join(sentence.split())):
+        why = "it is a question, which states nothing"
+    return f"it was cut from an instruction ({why})" if why else None

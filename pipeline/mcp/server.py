@@ -210,6 +210,11 @@ class Tools:
         # fetch_page's loader: the guarded web, its TLS context built once; each call gets a fresh Fetcher (no cache
         # or remembered failure carries over from one call to the next).
         self._pages = WebPages(settings)
+        # fetch_page and search share the research slots' count: a caller sending many at once waits its turn
+        # instead of starting dozens of PDF workers. The model's server-side search spends from one budget for the
+        # server's lifetime (the small preset under the cap), so repeated searches cannot spend without bound.
+        self._io = threading.BoundedSemaphore(limits.max_concurrent)
+        self._search_budget = Budget(limits_for("small", "fixed", self.cap), settings.price)
 
     # scrubbing
 
@@ -332,7 +337,8 @@ class Tools:
     ) -> Annotated[CallToolResult, FetchedPage]:
         if len(url) > MAX_URL_CHARS:
             raise self.error(f"the URL is {len(url):,} characters long; the limit is {MAX_URL_CHARS:,}")
-        result = Fetcher(self.settings, loader=self._pages).fetch(url.strip())
+        with self._io:
+            result = Fetcher(self.settings, loader=self._pages).fetch(url.strip())
         if not result.ok:
             failed = self.clean(result)
             return CallToolResult(is_error=True, structured_content=failed.model_dump(mode="json"), content=[
@@ -351,15 +357,15 @@ class Tools:
         try:
             text = checked_query(query)
             provider = make_provider(self.settings, server_web_search=self._model_search, model_errors=(LLMError,))
-            results = unique_results(provider.search(text, n=n))[:n]
+            with self._io:
+                results = unique_results(provider.search(text, n=n))[:n]
         except (Refused, SearchFailed, ConfigError) as e:
             raise self.error(str(e)) from None
         return self.clean(SearchResults(query=text, provider=self.settings.search_provider, results=results))
 
     def _model_search(self, query: str, n: int, recency_days: int | None) -> list[dict[str, Any]]:
-        """The model's server-side search (RESEARCH_SEARCH_PROVIDER=anthropic) on a budget within the server's cap."""
-        budget = Budget(limits_for("small", "fixed", self.cap), self.settings.price)
-        return model_client(self.settings, budget).server_web_search(query, n, recency_days)
+        """The model's server-side search (RESEARCH_SEARCH_PROVIDER=anthropic), on the server's one search budget."""
+        return model_client(self.settings, self._search_budget).server_web_search(query, n, recency_days)
 
     # the run store
 

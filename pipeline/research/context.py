@@ -56,31 +56,44 @@ class CalculationLog:
             return sorted(self._items, key=lambda c: int(c.id[1:]) if c.id[1:].isdigit() else 0)
 
 
-_URL = re.compile(r"https?://[^\s<>\"')\]]+", re.I)
+# A URL in text; parentheses only in balanced pairs, so "(see https://x/a)" ends before ")" and
+# "https://en.wikipedia.org/wiki/Mercury_(planet)" keeps its own.
+_URL = re.compile(r"https?://(?:[^\s<>\"'()\]]|\([^\s<>\"'()]*\))+", re.I)
 
 
 class OfferedUrls:
-    """The URLs a tools-mode worker may fetch: those a search of this run returned, or the question names.
+    """The URLs a tools-mode worker may fetch: those its own searches returned, or the question names.
 
     A page can only suggest a URL (in its text, a link, a fake tool call); it can never make one fetchable, so an
-    injected "fetch https://attacker/?d=..." ends as a refusal, not a request.
+    injected "fetch https://attacker/?d=..." ends as a refusal, not a request. A URL asked for is looked up by
+    url_key, but what is fetched is the spelling that was offered: a look-alike that keys the same (tracking
+    parameters added, another Unicode spelling of the host) never goes out with what it added.
     """
 
-    def __init__(self) -> None:
-        self._keys: set[str] = set()
+    def __init__(self, offered: dict[str, str] | None = None) -> None:
+        self._by_key: dict[str, str] = dict(offered or {})
         self._lock = threading.Lock()
 
     def add(self, urls: Iterable[str]) -> None:
         with self._lock:
-            self._keys.update(url_key(u) for u in urls)
+            for u in urls:
+                self._by_key.setdefault(url_key(u), u)
 
     def add_text(self, text: str) -> None:
         """Offer every http(s) URL written in `text` (the user's question: trusted input)."""
         self.add(m.group(0).rstrip(".,;:!?") for m in _URL.finditer(text))
 
-    def __contains__(self, url: object) -> bool:
+    def get(self, url: str) -> str | None:
+        """The offered spelling of `url`, or None when it was not offered."""
         with self._lock:
-            return isinstance(url, str) and url_key(url) in self._keys
+            return self._by_key.get(url_key(url))
+
+    def copy(self) -> OfferedUrls:
+        with self._lock:
+            return OfferedUrls(self._by_key)
+
+    def __contains__(self, url: object) -> bool:
+        return isinstance(url, str) and self.get(url) is not None
 
 
 class StatsCounter:

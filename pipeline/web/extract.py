@@ -81,9 +81,11 @@ def _clean(text: str) -> str:
 
 
 def _is_hidden(element: lxml.html.HtmlElement) -> bool:
-    hidden = element.get("hidden") is not None or bool(_HIDDEN_STYLE.search(element.get("style") or "")) or (
-        element.get("aria-hidden") == "true" and "fallback-image" not in (element.get("class") or ""))
-    return hidden and not _only_math(element)
+    if element.get("hidden") is not None or _HIDDEN_STYLE.search(element.get("style") or ""):
+        return not _only_math(element)
+    # aria-hidden also marks an app's root while a dialog is open (server-rendered with it): that is the page.
+    return (element.get("aria-hidden") == "true" and "fallback-image" not in (element.get("class") or "")
+            and not element.xpath(".//h1 | .//main | .//article"))
 
 
 def _only_math(element: lxml.html.HtmlElement) -> bool:

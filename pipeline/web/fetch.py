@@ -251,7 +251,7 @@ class WebPages:
         if saved.status >= 400:  # the frozen web holds failures too: a paywall (403), a server error (500)
             raise _Failure("http_status", _status_reason(saved.status), _Origin(saved.final_url, saved.status,
                                                                                 media or None))
-        return _Page(saved.final_url, 200, media, charset, _kind(media, saved.body), saved.body,
+        return _Page(saved.final_url, 200, media, charset, _kind(media, saved.body, charset=charset), saved.body,
                      title=saved.title, published=saved.published)
 
     def _from_web(self, url: str, phase: Phase, attempt: _Attempt) -> _Page:
@@ -335,7 +335,8 @@ class WebPages:
                 break
             body += piece
         data = bytes(body)
-        return _Page(final_url, response.status_code, media, charset, _kind(media, data, origin), data, truncated)
+        kind = _kind(media, data, origin, charset=charset)
+        return _Page(final_url, response.status_code, media, charset, kind, data, truncated)
 
     def _extracted(self, url: str, page: _Page) -> FetchResult:
         content: str | bytes = page.body
@@ -363,19 +364,20 @@ def _content_type(header: str) -> tuple[str, str | None]:
     return media.strip().lower(), charset.group(1) if charset else None
 
 
-def _kind(media: str, body: bytes, origin: _Origin | None = None) -> Kind:
+def _kind(media: str, body: bytes, origin: _Origin | None = None, *, charset: str | None = None) -> Kind:
     """The document kind from the media type, or sniffed from the bytes when the type says nothing.
 
     Two sniffs override the label, because a wrong label would put junk where quotes are checked: a body that
     starts with the PDF signature is read as a PDF (its source is no page text), and a body labelled as text that
-    holds binary bytes (WHATWG's "binary data bytes" in its first 1,445 bytes) is refused.
+    holds binary bytes (a NUL, or more than 5% of WHATWG's "binary data bytes", in its first 1,445 bytes, unless
+    it is UTF-16 or UTF-32, where NULs are text) is refused; a stray vertical tab or DOS end-of-file byte is not.
     """
     head = body[:1024].lstrip().lower()
     if head.startswith(b"%pdf-"):
         return "pdf"
     if media in _KINDS:
         kind = _KINDS[media]
-        if kind != "pdf" and _BINARY.search(body[:1445]) and not body.startswith(_UTF16_BOMS):
+        if kind != "pdf" and _is_binary(body[:1445], charset):
             raise _Failure("unsupported_type", f"the page is labelled {media} but holds binary data, not text",
                            origin)
         return kind
@@ -386,7 +388,13 @@ def _kind(media: str, body: bytes, origin: _Origin | None = None) -> Kind:
 
 
 _BINARY = re.compile(rb"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
-_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff")  # UTF-16 (and UTF-32 LE starts the same)
+
+
+def _is_binary(head: bytes, charset: str | None) -> bool:
+    if head.startswith(_WIDE_BOMS) or (charset or "").lower().replace("_", "-").startswith(("utf-16", "utf-32")):
+        return False
+    return b"\x00" in head or len(_BINARY.findall(head)) > 0.05 * max(1, len(head))
 
 
 def _status_reason(status: int) -> str:

@@ -20,7 +20,8 @@ _IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)]*)\)|!\[([^\]]*)\]\[[^\]]*\]")
 _LINK = re.compile(r"(?<![!\\])\[([^\]]+)\]\(\s*<?([^)\s>]+)>?(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
 _REF_DEF = re.compile(r"^ {0,3}\[[^\]]+\]:[ \t]*<?([^\s>]+)>?.*(?:\n|$)", re.M)
 _AUTOLINK = re.compile(r"<((?:https?|ftp)://[^>\s]+)>", re.I)
-_BARE = re.compile(r"\b((?:https?|ftp)://[^\s)\]>\"'<]+)", re.I)
+# Whatever GFM autolinks: a scheme or "www." after any non-alphanumeric (an underscore too).
+_BARE = re.compile(r"(?<![A-Za-z0-9])((?:(?:https?|ftp)://|www\.)[^\s)\]>\"'<]+)", re.I)
 _HTML = re.compile(r"<(?=[A-Za-z/!?])")
 _KEPT = "\x00{}\x00"  # a kept link, set aside while bare URLs are defanged
 
@@ -31,7 +32,7 @@ def _key(url: str) -> str:
 
 def defanged_url(url: str) -> str:
     """The URL as text no Markdown viewer links: hxxps://example[.]com/path."""
-    scheme, sep, rest = url.partition("://")
+    scheme, sep, rest = url.partition("://") if "://" in url else ("", "", url)  # "www.host/path"
     host, slash, path = rest.partition("/")
     return f"{scheme.lower().replace('t', 'x', 2)}{sep}{host.replace('.', '[.]')}{slash}{path}"
 

@@ -119,6 +119,9 @@ class Toolbox:
         self._shown: dict[str, list[str]] = {}  # source id -> passages find_in_page returned in this worker
         self._recorded: set[str] = set()
         self._gathering = True
+        # Its own searches' URLs: which a worker may fetch must not depend on another worker's timing (a replay
+        # serves searches in another order), and a worker never sees another's results anyway.
+        self._offered = ctx.offered.copy()
 
     def close_gathering(self) -> None:
         """From now on web_search and fetch_page answer REFUSED (the worker's last turn)."""
@@ -165,13 +168,15 @@ class Toolbox:
         for i, r in enumerate(outcome.results, 1):
             lines += [f"{i}. {_line(r.title, 'untitled')}", f"   url: {_line(r.url)}",
                       f"   published: {_line(r.published, 'unknown')}", f"   snippet: {_line(r.snippet)}"]
-        self._ctx.offered.add(r.url for r in outcome.results)
+        self._offered.add(r.url for r in outcome.results)
         return ToolOutcome("\n".join(lines))
 
     def _fetch_page(self, args: FetchArgs) -> ToolOutcome:
-        if args.url not in self._ctx.offered:
+        url = self._offered.get(args.url)
+        if url is None:
+            self._done.discard(_call_key("fetch_page", args))  # once a search offers it, the same call may run
             return ToolOutcome(NOT_OFFERED, True)
-        page = self._ctx.fetcher.fetch(args.url, phase=Phase.RESEARCH)
+        page = self._ctx.fetcher.fetch(url, phase=Phase.RESEARCH)
         if not page.ok or page.text is None:
             error = _line(page.error, f"FETCH_FAILED: {page.error_kind or 'network'}; choose another source")
             if page.error_kind == "budget":
