@@ -65,7 +65,7 @@ _WHOLE_QUESTION = re.compile(r"^\W*(?:will|what|which|who|whom|whose|when|where|
                              r"can|could|should|would|shall|may|might|has|have|had)\b[^.!]*\?$", re.I)
 # A sentence ends at . ! or ? before a space (not after an abbreviation or an initial: "U.S.", "Inc.", "J."), or
 # at a line end after one of them or a colon; a PDF's line breaks inside a sentence are not ends.
-_SENTENCE_END = re.compile(r"[.!?](?=\s)|(?<=[.!?:])\n|\n\s*\n")
+_SENTENCE_END = re.compile(r"[.!?](?=\s)|(?<=[.!?:])\n|\n(?=[ \t]*[^a-z\s])|\n\s*\n")
 _ABBREVIATION = re.compile(r"(?:\b[A-Z]|\b(?:Mr|Ms|Mrs|Dr|St|Jr|Sr|No|vs|Co|Inc|Ltd|Corp|etc|e\.g|i\.e|U\.S|U\.K))\.$")
 _REACH = 600  # characters looked at on each side of a quote for its sentence
 
@@ -81,10 +81,12 @@ def instruction_reason(quote: str) -> str | None:
 
 def _sentence_ends(text: str, lo: int, hi: int) -> list[int]:
     """Where sentences end in text[lo:hi]: after . ! or ? before a space (not an abbreviation's or an initial's
-    full stop: "U.S.", "Inc.", "J."), or at a line end after one of them or a colon, or at a blank line; a PDF's
-    line breaks inside a sentence are not ends."""
-    return [m.end() for m in _SENTENCE_END.finditer(text, lo, hi)
-            if not (m.group(0) == "." and _ABBREVIATION.search(text, max(0, m.start() - 6), m.end()))]
+    full stop: "U.S.", "Inc.", "J."), at a line end after one of them or a colon, before a line that does not
+    start in lower case (a heading, a new paragraph), or at a blank line. A line that goes on in lower case is a
+    PDF's break inside a sentence ("we therefore\nconclude that ..."), not an end."""
+    # Searched a little past `hi`: a lookahead must see the line after a break that ends right at `hi`.
+    return [m.end() for m in _SENTENCE_END.finditer(text, lo, min(len(text), hi + 8)) if m.end() <= hi
+            and not (m.group(0) == "." and _ABBREVIATION.search(text, max(0, m.start() - 6), m.end()))]
 
 
 def enclosing_sentence(text: str, start: int, end: int) -> str:
