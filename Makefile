@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/perf/render_bench.py
 	$(PY) benchmarks/perf/pdf_bench.py
 	$(PY) benchmarks/perf/mcp_bench.py
+	$(PY) benchmarks/perf/provider_bench.py
 
 # Re-pin every dependency after changing pyproject.toml: requirements.lock (everything, tests included), then
 # requirements-runtime.lock (what the app needs, at the same versions; the container installs only this).

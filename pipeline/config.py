@@ -5,6 +5,7 @@ import json
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
+from urllib.parse import unquote, urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -17,6 +18,9 @@ from pipeline.models.pricing import DEFAULT_PRICES
 # The frozen webs shipped with the project; with no search provider configured, runs search the `news` one.
 SHIPPED_CORPORA = Path(__file__).resolve().parents[1] / "benchmarks" / "corpora"
 SearchProviderName = Literal["brave", "tavily", "searxng", "anthropic", "corpus"]
+# anthropic: the Messages API; openai: any OpenAI-compatible Chat Completions endpoint (OpenAI, OpenRouter, vLLM,
+# llama.cpp's server, Ollama), pointed at by OPENAI_BASE_URL.
+ModelProviderName = Literal["anthropic", "openai"]
 
 
 class ConfigError(RuntimeError):
@@ -34,6 +38,9 @@ class Settings(BaseSettings):
 
     anthropic_api_key: SecretStr | None = Field(None, validation_alias=_env("ANTHROPIC_API_KEY"))
     anthropic_base_url: str | None = Field(None, validation_alias=_env("ANTHROPIC_BASE_URL"))
+    model_provider: ModelProviderName = Field("anthropic", validation_alias=_env("RESEARCH_MODEL_PROVIDER"))
+    openai_api_key: SecretStr | None = Field(None, validation_alias=_env("OPENAI_API_KEY"))
+    openai_base_url: str | None = Field(None, validation_alias=_env("OPENAI_BASE_URL"))
     lead_model: str = Field("claude-sonnet-5-5", validation_alias=_env("RESEARCH_LEAD_MODEL"))
     worker_model: str = Field("claude-haiku-5-5", validation_alias=_env("RESEARCH_WORKER_MODEL"))
     # Seconds; the SDK retries 429/5xx/529 itself, bounded by max_retries and this timeout.
@@ -57,7 +64,7 @@ class Settings(BaseSettings):
     heartbeat_stale: float = Field(60.0, gt=0, validation_alias=_env("RESEARCH_HEARTBEAT_STALE"))
     prices_raw: str = Field("", validation_alias=_env("RESEARCH_PRICES"))
 
-    @field_validator("search_provider", mode="before")
+    @field_validator("search_provider", "model_provider", mode="before")
     @classmethod
     def _lower(cls, v: object) -> object:
         return v.strip().lower() if isinstance(v, str) else v
@@ -101,9 +108,37 @@ class Settings(BaseSettings):
 
     def require_model_access(self) -> None:
         """Raise a ConfigError naming the variable when a live run cannot reach a model."""
-        if self.anthropic_api_key is None or not self.anthropic_api_key.get_secret_value().strip():
+        if self.model_provider == "openai":
+            self._require_openai()
+        elif self.anthropic_api_key is None or not self.anthropic_api_key.get_secret_value().strip():
             raise ConfigError(
                 "Set ANTHROPIC_API_KEY to run live research (or browse saved runs, which need no key)."
             )
         for model in (self.lead_model, self.worker_model):
             self.price(model)
+
+    def url_secrets(self) -> list[str]:
+        """Passwords written into endpoint URLs (https://user:password@proxy/v1), as written and decoded: the run
+        store scrubs them like keys."""
+        found: list[str] = []
+        for url in (self.anthropic_base_url, self.openai_base_url, self.search_base_url, self.searxng_url):
+            password = urlsplit(url).password if url else None
+            if password:
+                found += sorted({password, unquote(password)})
+        return found
+
+    def model_access_names(self) -> str:
+        """The settings that decide whether the configured model provider can be reached, for error messages."""
+        return "OPENAI_API_KEY and OPENAI_BASE_URL" if self.model_provider == "openai" else "ANTHROPIC_API_KEY"
+
+    def _require_openai(self) -> None:
+        # A local server (OPENAI_BASE_URL) usually takes no key; OpenAI's own API always does.
+        if not self.openai_base_url and not (self.openai_api_key and self.openai_api_key.get_secret_value().strip()):
+            raise ConfigError("RESEARCH_MODEL_PROVIDER=openai needs OPENAI_API_KEY (for OpenAI itself), or "
+                              "OPENAI_BASE_URL pointing at an OpenAI-compatible server such as vLLM or Ollama.")
+        unset = [name for name, field in (("RESEARCH_LEAD_MODEL", "lead_model"),
+                                          ("RESEARCH_WORKER_MODEL", "worker_model"))
+                 if field not in self.model_fields_set]
+        if unset:  # the defaults are Claude model ids, which an OpenAI-compatible endpoint does not serve
+            raise ConfigError(f"RESEARCH_MODEL_PROVIDER=openai needs {' and '.join(unset)} set to model ids the "
+                              "endpoint serves (and their prices in RESEARCH_PRICES when they are not in the table)")

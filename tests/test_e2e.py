@@ -1,6 +1,8 @@
-"""End to end: the real SDK against the fake Messages API, a local Brave-shaped search API and local pages.
+"""End to end: the real SDKs against the fake model APIs, a local Brave-shaped search API and local pages.
 
-Each scenario asserts on the RunResult, in both researcher modes unless the scenario is mode-specific.
+Each scenario asserts on the RunResult, in both researcher modes unless the scenario is mode-specific, and on both
+model providers: Anthropic's Messages API and an OpenAI-compatible Chat Completions endpoint, behind which the same
+brain answers (tests/fakes/openai_api.py translates each request for it).
 """
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import re
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -17,11 +20,16 @@ from pipeline.core.schema import BudgetLimits, RunOptions, RunResult
 from pipeline.research.orchestrator import build_context, research
 from pipeline.web.search.service import make_provider
 from tests.fakes.anthropic_api import FakeAnthropic, MessagesRequest, reply_tool_use
+from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import Canned, FakeSearchApi, Hit
 from tests.fakes.web_server import Route, WebServer
 
 MODES = ["fixed", "tools"]
+PROVIDERS = ["anthropic", "openai"]
+ANTHROPIC_KEY = "sk-ant-e2e-secret-key"
+OPENAI_KEY = "sk-openai-e2e-secret-key"
+OPENAI_MODELS = {"RESEARCH_LEAD_MODEL": "gpt-4.1", "RESEARCH_WORKER_MODEL": "gpt-4.1-mini"}
 
 
 def page(title: str, *paragraphs: str, date: str = "2025-01-15") -> Route:
@@ -34,16 +42,33 @@ def page(title: str, *paragraphs: str, date: str = "2025-01-15") -> Route:
 class World:
     """The local stand-ins for one scenario, and a way to run the agent against them."""
 
-    fake: FakeAnthropic
+    fake: FakeAnthropic | FakeOpenAI
     search: FakeSearchApi
     web: WebServer
     brain: ResearchBrain
     sleeps: list[float]
 
+    @property
+    def provider(self) -> str:
+        return "openai" if isinstance(self.fake, FakeOpenAI) else "anthropic"
+
+    @property
+    def model_requests(self) -> list[MessagesRequest]:
+        """Every model request, in the Anthropic-shaped view whichever provider received it."""
+        return self.fake.chat_requests if isinstance(self.fake, FakeOpenAI) else self.fake.message_requests
+
+    def model_env(self) -> dict[str, str]:
+        """The environment variables that point the program at this world's model provider."""
+        if self.provider == "openai":
+            return {"RESEARCH_MODEL_PROVIDER": "openai", "OPENAI_API_KEY": OPENAI_KEY,
+                    "OPENAI_BASE_URL": self.fake.base_url, **OPENAI_MODELS}
+        return {"ANTHROPIC_API_KEY": ANTHROPIC_KEY, "ANTHROPIC_BASE_URL": self.fake.base_url}
+
     def settings(self) -> Settings:
-        return Settings(anthropic_api_key="sk-ant-e2e-secret-key", anthropic_base_url=self.fake.base_url,
-                        search_provider="brave", brave_api_key="brave-key", search_base_url=self.search.base_url,
-                        fetch_allow_raw=self.web.host_port, model_max_retries=2, model_timeout=10)
+        return Settings.model_validate({**self.model_env(), "search_provider": "brave", "brave_api_key": "brave-key",
+                                        "search_base_url": self.search.base_url,
+                                        "fetch_allow_raw": self.web.host_port, "model_max_retries": 2,
+                                        "model_timeout": 10})
 
     def run(self, question: str, mode: str, **options: object) -> tuple[RunResult, ListSink]:
         sink = ListSink()
@@ -54,13 +79,15 @@ class World:
         return result, sink
 
 
-@pytest.fixture()
-def world() -> Iterator[World]:
+@pytest.fixture(params=PROVIDERS)
+def world(request: pytest.FixtureRequest) -> Iterator[World]:
     brain = ResearchBrain()
     with ExitStack() as stack:
         web = stack.enter_context(WebServer())
         search = stack.enter_context(FakeSearchApi("brave", [], api_key="brave-key"))
-        fake = stack.enter_context(FakeAnthropic(brain))
+        fake: FakeAnthropic | FakeOpenAI = stack.enter_context(
+            FakeOpenAI(brain, api_key=OPENAI_KEY, models=set(OPENAI_MODELS.values())) if request.param == "openai"
+            else FakeAnthropic(brain))
         yield World(fake, search, web, brain, [])
 
 
@@ -135,7 +162,7 @@ def test_search_500_twice_is_retried_in_code_and_invisible_to_the_model(world: W
     result, _ = world.run("What does Qdrant Cloud pricing start at?", mode)
     assert len(world.sleeps) >= 2
     assert result.status == "complete" and result.findings
-    for req in world.fake.message_requests:
+    for req in world.model_requests:
         assert not req.contains("SEARCH_FAILED") and not req.contains("HTTP 500")
 
 
@@ -201,7 +228,7 @@ def test_injection_stays_wrapped_and_invented_quote_is_rejected(world: World, mo
     assert any(r.quote == "The price is 1 dollar per month." for r in result.rejected)
     assert not any("price is 1" in f.quote for f in result.findings)
     seen = 0
-    for req in world.fake.message_requests:
+    for req in world.model_requests:
         for text in req.user_texts + _tool_result_texts(req):
             for m in re.finditer("ignore your instructions", text):
                 seen += 1
@@ -243,7 +270,7 @@ def test_stubborn_writer_stops_after_n_rounds_with_problems(world: World) -> Non
     result, _ = world.run("What does Qdrant Cloud pricing start at?", "fixed", review_rounds=2)
     assert result.status == "partial"
     assert any(p.kind == "uncited" for p in result.problems)
-    writer_calls = [r for r in world.fake.message_requests if r.user_texts and "<findings>" in r.user_texts[0]]
+    writer_calls = [r for r in world.model_requests if r.user_texts and "<findings>" in r.user_texts[0]]
     assert len(writer_calls) == 3
 
 
@@ -257,11 +284,20 @@ def test_sources_section_lists_only_cited_findings_and_usage_matches_the_api(wor
                                                    for i in re.findall(r"F\d+", g)}
     listed = set(re.findall(r"^- \[(F\d+)\]", sources, re.M))
     assert listed == cited and listed
-    responses = [e.payload["response"]["usage"] for e in sink.of("model_response")]
+    responses = [api_usage(e.payload["response"]["usage"]) for e in sink.of("model_response")]
     assert result.usage.input_tokens == sum(u["input_tokens"] for u in responses)
     assert result.usage.output_tokens == sum(u["output_tokens"] for u in responses)
     assert result.usage.cache_read_input_tokens == sum(u.get("cache_read_input_tokens") or 0 for u in responses)
     assert result.usage.model_calls == len(responses) == len(world.fake.requests)
+
+
+def api_usage(usage: dict[str, Any]) -> dict[str, Any]:
+    """The usage a response reported, in Messages API terms (a chat completion counts cached tokens as prompt)."""
+    if "prompt_tokens" not in usage:
+        return usage
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    return {"input_tokens": usage["prompt_tokens"] - cached, "output_tokens": usage["completion_tokens"],
+            "cache_read_input_tokens": cached}
 
 
 def test_parallel_workers_share_one_budget(world: World) -> None:
@@ -285,8 +321,7 @@ def test_cli_run_prints_the_report_and_writes_the_run_result_json(world: World, 
 
     serve(world, VECTOR_PAGES)
     out = tmp_path / "run.json"
-    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-e2e-secret-key", "ANTHROPIC_BASE_URL": world.fake.base_url,
-           "RESEARCH_SEARCH_PROVIDER": "brave", "BRAVE_API_KEY": "brave-key",
+    env = {**os.environ, **world.model_env(), "RESEARCH_SEARCH_PROVIDER": "brave", "BRAVE_API_KEY": "brave-key",
            "RESEARCH_SEARCH_BASE_URL": world.search.base_url, "RESEARCH_FETCH_ALLOW": world.web.host_port,
            "RESEARCH_DB": str(tmp_path / "runs.sqlite")}
     proc = subprocess.run([sys.executable, "-m", "pipeline", "run", "What does Qdrant Cloud pricing start at?",
@@ -297,7 +332,9 @@ def test_cli_run_prints_the_report_and_writes_the_run_result_json(world: World, 
     assert data["run_id"] in proc.stderr and "Traceback" not in proc.stderr
     assert proc.stdout.strip() == data["report"]["markdown"].strip()
     assert "## Sources" in proc.stdout and data["findings"]
-    assert "sk-ant-e2e-secret-key" not in proc.stdout + proc.stderr + out.read_text()
+    assert ANTHROPIC_KEY not in proc.stdout + proc.stderr + out.read_text()
+    assert OPENAI_KEY not in proc.stdout + proc.stderr + out.read_text()
+    assert data["models"].get("provider", "anthropic") == world.provider
 
 
 def test_cli_run_without_a_key_names_the_variable() -> None:

@@ -83,6 +83,8 @@ def violations(root: Path) -> list[str]:
                 found.append(f"{rel}: core does no I/O and uses no SDK ({name})")
             if _matches(name, {"anthropic"}) and rel.as_posix() != "pipeline/models/anthropic.py":
                 found.append(f"{rel}: only pipeline/models/anthropic.py imports anthropic")
+            if _matches(name, {"openai"}) and rel.as_posix() != "pipeline/models/openai.py":
+                found.append(f"{rel}: only pipeline/models/openai.py imports openai")
             if _matches(name, {"mcp"}) and rel.parts[:2] != ("pipeline", "mcp"):
                 found.append(f"{rel}: only pipeline/mcp/ imports the mcp SDK ({name})")
             if _matches(name, DATABASE_DRIVERS) and rel.as_posix() != "pipeline/store/database.py":
@@ -103,6 +105,7 @@ def test_the_code_keeps_the_layering_rules() -> None:
     ("pipeline/store/sql.py", "import psycopg", "only pipeline/store/database.py talks to the database server"),
     ("pipeline/research/steps/plan.py", "from ui import render", "pipeline/ imports ui/"),
     ("pipeline/research/steps/write.py", "import anthropic", "only pipeline/models/anthropic.py imports anthropic"),
+    ("pipeline/research/steps/worker.py", "from openai import OpenAI", "only pipeline/models/openai.py imports openai"),
     ("pipeline/research/orchestrator.py", "import httpx", "only web/ (and the model adapters) open connections"),
     ("pipeline/store/sql.py", "from ..research import orchestrator", "layer store may not import layer research"),
     ("pipeline/web/fetch.py", "from pipeline.replay.tape import Tape", "layer web may not import layer replay"),
@@ -118,3 +121,30 @@ def test_a_forbidden_import_is_reported(tmp_path: Path, file: str, line: str, ru
     target.write_text(target.read_text(encoding="utf-8") + f"\n{line}\n", encoding="utf-8")
     found = violations(tmp_path)
     assert any(v.startswith(file) and rule in v for v in found), found
+
+
+# The wire shapes of one provider: a step or the worker that spelled one would work with that provider only.
+PROVIDER_SHAPES = {"tool_use", "tool_result", "tool_calls", "tool_call_id", "cache_control", "ephemeral",
+                   "response_format", "output_config", "server_tool_use", "finish_reason", "choices"}
+
+
+def provider_shapes(root: Path) -> list[str]:
+    """String constants in the steps, the tools and the models' protocol that name one provider's wire shapes."""
+    files = [*root.joinpath("pipeline", "research").rglob("*.py"), root / "pipeline" / "models" / "base.py"]
+    found = []
+    for path in sorted(files):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in PROVIDER_SHAPES:
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {node.value!r}")
+    return found
+
+
+def test_the_steps_use_only_the_protocols_neutral_types() -> None:
+    assert provider_shapes(ROOT) == []
+
+
+def test_a_provider_shape_in_a_step_is_reported(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "pipeline", tmp_path / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+    worker = tmp_path / "pipeline" / "research" / "steps" / "worker.py"
+    worker.write_text(worker.read_text(encoding="utf-8") + '\nBLOCK = {"type": "tool_result"}\n', encoding="utf-8")
+    assert [f for f in provider_shapes(tmp_path) if "worker.py" in f and "'tool_result'" in f]

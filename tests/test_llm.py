@@ -20,7 +20,8 @@ from pipeline.config import ConfigError, Settings
 from pipeline.core.budget import Budget, Grant, Phase
 from pipeline.core.event_types import Event
 from pipeline.core.schema import BudgetLimits
-from pipeline.models.anthropic import LLM, REPAIR_INTRO, WEB_SEARCH_TOOL, LLMError
+from pipeline.models.anthropic import LLM, WEB_SEARCH_TOOL, LLMError
+from pipeline.models.replies import REPAIR_INTRO
 from tests.fakes.anthropic_api import (
     FakeAnthropic,
     FakeReply,
@@ -137,7 +138,7 @@ def test_tool_use_turn_is_parsed_and_tool_results_round_trip() -> None:
         [use] = turn.tool_uses
         assert use.name == "fetch_page" and use.input == {"url": "https://example.org/a"} and use.id
         result = {"type": "tool_result", "tool_use_id": use.id, "content": "page text"}
-        history += [turn.as_message(), {"role": "user", "content": [result]}]
+        history += [{"role": "assistant", "content": turn.provider_turn}, {"role": "user", "content": [result]}]
         final = llm.call(model=LEAD, system="s", messages=history, max_tokens=400, tools=TOOLS, purpose="worker")
     assert final.text == "done" and final.stop_reason == "end_turn"
 
@@ -219,7 +220,7 @@ def test_pause_turn_is_continued_and_usage_summed() -> None:
     paused = first.response["content"]
     assert cont.body["messages"][-1] == {"role": "assistant", "content": paused}
     assert reply.stop_reason == "end_turn" and reply.text == "Summary of results."
-    assert reply.content == paused + cont.response["content"]
+    assert reply.provider_turn == paused + cont.response["content"]
     for k in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
         assert getattr(reply.usage, k) == first.response["usage"][k] + cont.response["usage"][k]
     assert reply.usage.model_calls == 2 and budget.used().model_calls == 2

@@ -1,5 +1,6 @@
-"""Replay: a recorded run re-run from the store with the fakes shut down gives the same RunResult; --live-model
-calls the model but takes searches and fetches from the store; a call the recording lacks never reaches a network."""
+"""Replay: a recorded run re-run from the store with the fakes shut down gives the same RunResult (with either model
+provider: each records in its own format); --live-model calls the model but takes searches and fetches from the
+store; a call the recording lacks never reaches a network."""
 from __future__ import annotations
 
 import json
@@ -23,6 +24,7 @@ from pipeline.store.sql import SqlRunStore
 from pipeline.web.fetch import Fetcher, WebPages
 from pipeline.web.search.service import SearchService, make_provider
 from tests.fakes.anthropic_api import FakeAnthropic, reply_web_search
+from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
 from tests.fakes.stores import open_test_store, store_url
@@ -30,6 +32,8 @@ from tests.fakes.web_server import WebServer
 from tests.test_e2e import VECTOR_PAGES, page
 
 KEY = "sk-ant-replay-test-key"
+OPENAI_KEY = "sk-openai-replay-test-key"
+OPENAI_MODELS = {"lead_model": "gpt-4.1", "worker_model": "gpt-4.1-mini"}
 TOPICS = ["Qdrant Cloud smallest cluster pricing", "Zilliz Cloud pricing for Milvus", "Pinecone Standard plan pricing"]
 THREE_PARTS = {"premise_analysis": "fine", "sub_questions": [
     {"question": topic, "success_criterion": "stated", "proxy": None, "queries": [topic], "is_premise_check": False}
@@ -40,22 +44,38 @@ PAGES = {**VECTOR_PAGES,
 
 
 class Fakes:
-    """The local model, search API and web server of one recording; `close()` shuts them all down."""
+    """The local model (of `provider`), search API and web server of one recording; `close()` shuts them all down."""
 
-    def __init__(self) -> None:
+    def __init__(self, provider: str = "anthropic") -> None:
+        self.provider = provider
         self.brain = ResearchBrain(latency=0.01)  # enough for parallel workers to interleave
         self._stack = ExitStack()
         self.web = self._stack.enter_context(WebServer())
         self.search = self._stack.enter_context(FakeSearchApi("brave", [], api_key="brave-key"))
-        self.model = self._stack.enter_context(FakeAnthropic(self.brain))
+        self.model: FakeAnthropic | FakeOpenAI = self._stack.enter_context(
+            FakeOpenAI(self.brain, api_key=OPENAI_KEY) if provider == "openai" else FakeAnthropic(self.brain))
         hits = []
         for path, route in PAGES.items():
             self.web.route(path, route)
             hits.append(Hit(title=path.strip("/"), url=self.web.url(path), snippet="snippet", published=None))
         self.search.hits[:] = hits
 
+    def model_settings(self) -> dict[str, Any]:
+        if self.provider == "openai":
+            return {"model_provider": "openai", "openai_api_key": OPENAI_KEY, "openai_base_url": self.model.base_url,
+                    **OPENAI_MODELS}
+        return {"anthropic_api_key": KEY, "anthropic_base_url": self.model.base_url}
+
+    def model_env(self) -> dict[str, str]:
+        """The environment a --live-model replay needs to reach this model."""
+        if self.provider == "openai":
+            return {"RESEARCH_MODEL_PROVIDER": "openai", "OPENAI_API_KEY": OPENAI_KEY,
+                    "OPENAI_BASE_URL": self.model.base_url, "RESEARCH_LEAD_MODEL": OPENAI_MODELS["lead_model"],
+                    "RESEARCH_WORKER_MODEL": OPENAI_MODELS["worker_model"]}
+        return {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": self.model.base_url}
+
     def settings(self, db: str | Path) -> Settings:
-        return Settings(anthropic_api_key=KEY, anthropic_base_url=self.model.base_url, search_provider="brave",
+        return Settings(**self.model_settings(), search_provider="brave",
                         brave_api_key="brave-key", search_base_url=self.search.base_url,
                         fetch_allow_raw=self.web.host_port, model_max_retries=0, model_timeout=10, db_path=str(db))
 
@@ -91,6 +111,14 @@ def fakes() -> Iterator[Fakes]:
     f.close()
 
 
+@pytest.fixture(params=["anthropic", "openai"])
+def any_fakes(request: pytest.FixtureRequest) -> Iterator[Fakes]:
+    """The fakes of either model provider."""
+    f = Fakes(request.param)
+    yield f
+    f.close()
+
+
 def _same(a: RunResult, b: RunResult) -> dict[str, Any]:
     """The fields that differ between two RunResults, ignoring the run id and the timings."""
     da, db = a.model_dump(exclude={"run_id", "timings"}), b.model_dump(exclude={"run_id", "timings"})
@@ -105,14 +133,17 @@ def _replay(db: str, run_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 @pytest.mark.parametrize("mode", ["fixed", "tools"])
-def test_replay_with_the_fakes_shut_down_gives_the_same_result(fakes: Fakes, tmp_path: Path, mode: str, db_url: str,
-                                                               monkeypatch: pytest.MonkeyPatch,
+def test_replay_with_the_fakes_shut_down_gives_the_same_result(any_fakes: Fakes, tmp_path: Path, mode: str,
+                                                               db_url: str, monkeypatch: pytest.MonkeyPatch,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    fakes = any_fakes
+    monkeypatch.delenv("RESEARCH_MODEL_PROVIDER", raising=False)  # the recording says which provider it used
     fakes.brain.plans["three parts"] = THREE_PARTS
     with open_test_store(db_url) as store:
         original = fakes.record(store, "Qdrant Cloud pricing in three parts", mode)
     assert original.status == "complete" and len(original.sources) >= 2
     assert len({f.sub_question for f in original.findings}) >= 2  # in tools mode: from parallel workers
+    assert original.models.get("provider", "anthropic") == fakes.provider
     fakes.close()  # no model, no search API, no web from here on
 
     replayed = _replay(db_url, original.run_id, tmp_path, monkeypatch)
@@ -135,14 +166,15 @@ def test_replay_with_the_fakes_shut_down_gives_the_same_result(fakes: Fakes, tmp
 
 
 def test_live_model_replay_calls_the_model_but_takes_the_evidence_from_the_store(
-        fakes: Fakes, tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        any_fakes: Fakes, tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fakes = any_fakes
     with open_test_store(db_url) as store:
         original = fakes.record(store, "What does Qdrant Cloud pricing start at?", "tools")
     searches, pages, calls = len(fakes.search.requests), len(fakes.web.requests), len(fakes.model.requests)
     assert original.findings and searches and pages
 
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", fakes.model.base_url)
+    for name, value in fakes.model_env().items():
+        monkeypatch.setenv(name, value)
     replayed = _replay(db_url, original.run_id, tmp_path, monkeypatch, "--live-model")
 
     assert len(fakes.model.requests) - calls == replayed.usage.model_calls > 0  # the model was called for real

@@ -1,5 +1,5 @@
 """Resume: a CLI run killed with SIGKILL in the middle of research continues with `resume`, repeating no search,
-fetch or model call finished before the kill, and counting every unit of spend once."""
+fetch or model call finished before the kill, and counting every unit of spend once (with either model provider)."""
 from __future__ import annotations
 
 import json
@@ -21,10 +21,12 @@ import pytest
 from pipeline.cli.main import main
 from pipeline.core.event_types import SearchEvent
 from pipeline.core.schema import RunOptions, RunResult
+from pipeline.models.openai import TOOLS_PROBE
 from pipeline.replay.checkpoint import Checkpoint
 from pipeline.replay.tape import without_nonces
 from pipeline.store.sql import REEMITTED, StoreError
 from tests.fakes.anthropic_api import FakeAnthropic, MessagesRequest
+from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
 from tests.fakes.stores import open_test_store
@@ -38,21 +40,32 @@ PAGE_B = page("Qdrant plans", "Qdrant Cloud pricing for the hybrid plan starts a
 
 @dataclass
 class World:
-    model: FakeAnthropic
+    model: FakeAnthropic | FakeOpenAI
     search: FakeSearchApi
     web: WebServer
     release: threading.Event  # while unset, /b hangs before sending its body: the run is mid-fetch
     db: str  # RESEARCH_DB: a SQLite file or a postgresql:// URL
+    started: bool = False  # once the first run began: later commands get only the key and URL, not the choices
+
+    @property
+    def model_requests(self) -> list[MessagesRequest]:
+        return self.model.chat_requests if isinstance(self.model, FakeOpenAI) else self.model.message_requests
 
     def env(self) -> dict[str, str]:
-        return {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-resume-test-key", "ANTHROPIC_BASE_URL": self.model.base_url,
+        if isinstance(self.model, FakeOpenAI):  # `resume` takes the provider and model ids from the recording
+            model = {"OPENAI_API_KEY": "sk-openai-resume-test-key", "OPENAI_BASE_URL": self.model.base_url}
+            first = {**model, "RESEARCH_MODEL_PROVIDER": "openai", "RESEARCH_LEAD_MODEL": "gpt-4.1",
+                     "RESEARCH_WORKER_MODEL": "gpt-4.1-mini"}
+        else:
+            first = model = {"ANTHROPIC_API_KEY": "sk-ant-resume-test-key", "ANTHROPIC_BASE_URL": self.model.base_url}
+        return {**os.environ, **(model if self.started else first),
                 "RESEARCH_SEARCH_PROVIDER": "brave", "BRAVE_API_KEY": "brave-key",
                 "RESEARCH_SEARCH_BASE_URL": self.search.base_url, "RESEARCH_FETCH_ALLOW": self.web.host_port,
                 "RESEARCH_DB": self.db, "RESEARCH_MODEL_MAX_RETRIES": "0"}
 
 
-@pytest.fixture()
-def world(db_url: str) -> Iterator[World]:
+@pytest.fixture(params=["anthropic", "openai"])
+def world(db_url: str, request: pytest.FixtureRequest) -> Iterator[World]:
     release = threading.Event()
 
     def slow_body() -> Iterator[bytes]:
@@ -65,7 +78,8 @@ def world(db_url: str) -> Iterator[World]:
         search = stack.enter_context(FakeSearchApi("brave", [
             Hit(title="a", url=web.url("/a"), snippet="s", published=None),
             Hit(title="b", url=web.url("/b"), snippet="s", published=None)], api_key="brave-key"))
-        model = stack.enter_context(FakeAnthropic(ResearchBrain()))
+        model: FakeAnthropic | FakeOpenAI = stack.enter_context(
+            FakeOpenAI(ResearchBrain()) if request.param == "openai" else FakeAnthropic(ResearchBrain()))
         yield World(model, search, web, release, db_url)
 
 
@@ -77,8 +91,13 @@ def _wait_for(condition, what: str, timeout: float = 60.0) -> None:  # type: ign
         time.sleep(0.05)
 
 
+def _is_probe(r: MessagesRequest) -> bool:
+    """The OpenAI adapter's check that the endpoint calls tools, made once before a tools-mode run."""
+    return r.has_tool("record_finding") and r.user_texts == [TOOLS_PROBE]
+
+
 def _is_worker(r: MessagesRequest) -> bool:
-    return r.has_tool("record_finding")
+    return r.has_tool("record_finding") and not _is_probe(r)
 
 
 def test_a_killed_run_resumes_without_repeating_finished_work(world: World, tmp_path: Path) -> None:
@@ -94,6 +113,7 @@ def test_a_killed_run_resumes_without_repeating_finished_work(world: World, tmp_
             child.send_signal(signal.SIGKILL)
             child.wait(timeout=30)
     assert child.returncode == -signal.SIGKILL
+    world.started = True
     first_line = err.read_text().splitlines()[0]
     run_id = re.match(r"research: run (\w+) started \(tools mode\); resume with: python -m pipeline resume (\w+)$",
                       first_line).group(1)  # type: ignore[union-attr]
@@ -123,8 +143,9 @@ def test_a_killed_run_resumes_without_repeating_finished_work(world: World, tmp_
 
     # Nothing finished before the kill was done again: one plan, one search, one fetch of /a, and every worker
     # turn sent once (each turn's conversation has its own length); only the fetch cut off by the kill is redone.
-    requests = world.model.message_requests
+    requests = world.model_requests
     assert sum("<max_sub_questions>" in r.last_user_text for r in requests) == 1
+    assert sum(map(_is_probe, requests)) == (1 if isinstance(world.model, FakeOpenAI) else 0)
     turns = [len(r.messages) for r in requests if _is_worker(r)]
     assert len(turns) == len(set(turns)) > before["worker"]
     assert len(world.search.requests) == 1 and world.web.count("/a") == 1 and world.web.count("/b") == 2

@@ -227,6 +227,19 @@ def test_a_secret_that_json_escapes_is_scrubbed_from_the_stored_result(db_url: s
     assert stored.report.markdown == "The code was [redacted]."
 
 
+@pytest.mark.parametrize(("text", "kept"), [
+    ("The risk-adjusted-return-on-capital measure fell.", True),
+    ("See https://x.org/ask-the-experts-about-pricing-2024 for more.", True),
+    ("The leaked key sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 was revoked.", False),
+    ("An old key (sk-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789ab) leaked.", False),
+    ("Set ANTHROPIC_API_KEY=sk-ant-api03-AbCdEfGhIjKl first.", False),
+])
+def test_key_shaped_text_is_scrubbed_and_hyphenated_words_are_not(text: str, kept: bool) -> None:
+    from pipeline.core.events import redact
+
+    assert (redact(text) == text) is kept, redact(text)
+
+
 V1_SCHEMA = """
 CREATE TABLE runs (
     id TEXT PRIMARY KEY, question TEXT NOT NULL, mode TEXT NOT NULL, models TEXT NOT NULL,

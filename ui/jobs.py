@@ -41,8 +41,8 @@ MODES: dict[Mode, str] = {
     "extractive": "extractive: no model at all; code selects sentences from the pages and quotes them ($0)",
 }
 NO_MODEL_KEY = ("No model key is configured on this server, so only the extractive mode — no model, sentences "
-                "selected by code — can run. The operator can set ANTHROPIC_API_KEY to offer the fixed and tools "
-                "modes too.")
+                "selected by code — can run. The operator can set ANTHROPIC_API_KEY (or RESEARCH_MODEL_PROVIDER=openai "
+                "with OPENAI_API_KEY or OPENAI_BASE_URL) to offer the fixed and tools modes too.")
 
 
 class Preset(BaseModel):

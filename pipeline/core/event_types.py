@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from pipeline.core.notebook import NotebookState
 
 ModelErrorKind = Literal["budget", "rate_limited", "overloaded", "server", "timeout", "connection", "auth",
-                         "bad_request", "malformed", "refusal", "context_window", "not_recorded", "no_model"]
+                         "bad_request", "malformed", "refusal", "context_window", "not_recorded", "no_model",
+                         "unsupported", "schema_unsupported"]
 
 
 class BaseEvent(BaseModel):

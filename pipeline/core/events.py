@@ -8,9 +8,14 @@ from typing import Any, Protocol
 
 from pipeline.core.event_types import Event, parse_event
 
+# Token counts, not tokens: usage fields such as input_tokens and OpenAI's prompt_tokens_details.
+_COUNTS = ("_tokens", "_tokens_details")
 _SECRET_KEYS = re.compile(
     r"(api[-_]?key|authori[sz]ation|x-api-key|x-subscription-token|access[-_]?code|token|secret|password)", re.I)
-_KEY_SHAPES = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}|tvly-[A-Za-z0-9_\-]{8,}")
+# Key shapes (Anthropic, OpenAI's project, service-account, admin and legacy keys, Tavily), each only at a word start:
+# "risk-adjusted-..." or a URL slug "ask-the-experts-..." is text, not a key.
+_KEY_SHAPES = re.compile(r"(?<![\w-])(?:sk-ant-[A-Za-z0-9_\-]{8,}|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}"
+                         r"|sk-[A-Za-z0-9]{32,}|tvly-[A-Za-z0-9_\-]{8,})")
 
 
 class EventSink(Protocol):
@@ -76,7 +81,7 @@ def redact(value: Any, secrets: tuple[str, ...] = ()) -> Any:
     """A copy of `value` with secret-named fields, key-shaped strings and each of `secrets` replaced by "[redacted]"."""
     if isinstance(value, dict):
         return {(_scrub(k, secrets) if isinstance(k, str) else k):
-                ("[redacted]" if isinstance(k, str) and _SECRET_KEYS.search(k) and not k.endswith("_tokens")
+                ("[redacted]" if isinstance(k, str) and _SECRET_KEYS.search(k) and not k.endswith(_COUNTS)
                  else redact(v, secrets)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [redact(v, secrets) for v in value]

@@ -138,7 +138,7 @@ class Notebook:
 
     def add_finding(
         self, *, source: str, claim: str, quote: str, sub_question: str | None = None,
-        confidence: Confidence = "medium", confirmed_with_find_in_page: bool = False,
+        confidence: Confidence = "medium", confirmed_with_find_in_page: bool = False, selected_by_code: bool = False,
     ) -> Finding | RejectedFinding:
         """Verify the quote in the source's full text and keep the finding, or keep and return the rejection."""
 
@@ -176,6 +176,7 @@ class Notebook:
                 id=fid, sub_question=sub_question, source=src.id, claim=claim.strip(),
                 quote=self._sources[src.id].text[span.start:span.end], start=span.start, end=span.end,
                 confidence=confidence, confirmed_with_find_in_page=confirmed_with_find_in_page,
+                selected_by_code=selected_by_code,
             )
             self._findings[finding.id] = finding
             self._by_span[(src.id, span.start, span.end)] = finding.id

@@ -79,6 +79,10 @@ class Finding(_Model):
     confidence: Confidence = "medium"
     support: Support = "unknown"
     confirmed_with_find_in_page: bool = False
+    # True when code chose the sentence in place of a model that failed (the analyst's fallback); an extractive run
+    # selects every finding by code, which its mode already says. Written only when true, so every finding recorded
+    # before the field existed reads back unchanged.
+    selected_by_code: bool = Field(False, exclude_if=lambda v: not v)
 
 
 class RejectedFinding(_Model):

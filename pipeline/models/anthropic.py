@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import time
 from collections.abc import Callable, Sequence
 from functools import cache
@@ -19,30 +18,30 @@ from importlib import resources
 from typing import Any
 
 import anthropic
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from pipeline.config import Settings
-from pipeline.core.budget import Budget, Phase, Refusal
-from pipeline.core.event_types import ModelErrorEvent, ModelRequestEvent, ModelResponseEvent
-from pipeline.core.events import EventSink, NullSink, redact
+from pipeline.core.budget import Budget, Phase
+from pipeline.core.events import EventSink, NullSink
 from pipeline.core.schema import Usage
 from pipeline.models.base import (
     ErrorKind,
-    Exchange,
     LLMError,
     ModelReply,
     ModelTransport,
+    OutputInvalid,
     T,
     ToolResults,
     ToolUse,
     Turn,
 )
+from pipeline.models.replies import add_usage, parse_structured, repair_request, reported
+from pipeline.models.transport import MAX_RETRY_WAIT, CappedRetryWait, MeteredTransport
 
 __all__ = ["LLM", "AnthropicTransport", "ErrorKind", "LLMError", "ModelReply", "ToolUse", "request_body",
            "strict_schema"]
 
 MAX_CONTINUATIONS = 3
-MAX_RETRY_WAIT = 30.0  # seconds between two SDK retries, whatever retry-after asks
 EPHEMERAL = {"type": "ephemeral"}
 # The basic server-side search: plain result blocks and the widest model support. The newer versions
 # (web_search_20260209/20260318) filter results by running code, which costs more and needs newer models.
@@ -58,20 +57,8 @@ def relay_prompt() -> str:
     return text.strip() + "\n"
 
 
-REPAIR_INTRO = "Your previous reply did not match the required JSON schema:"
-REPAIR_ASK = "Reply again with only the corrected JSON, nothing else."
-
-
-class _BoundedRetries(anthropic.Anthropic):
-    """The SDK client, with each wait between retries capped: it obeys any retry-after, however long.
-
-    So one call takes at most (max_retries + 1) * timeout + max_retries * max_retry_wait seconds.
-    """
-
-    max_retry_wait = MAX_RETRY_WAIT
-
-    def _calculate_retry_timeout(self, *args: Any, **kwargs: Any) -> float:
-        return min(super()._calculate_retry_timeout(*args, **kwargs), self.max_retry_wait)
+class _BoundedRetries(CappedRetryWait, anthropic.Anthropic):
+    """The SDK client, with each wait between retries capped (pipeline/models/transport.py)."""
 
 
 class _Malformed(Exception):
@@ -109,26 +96,28 @@ class LLM:
         fmt = {"format": {"type": "json_schema", "schema": strict_schema(output)}}
         body = request_body(model=model, system=system, messages=convo, max_tokens=max_tokens, output_config=fmt)
         reply = self._turn(body, phase, purpose)
-        value, problems = _parse(reply, output)
+        value, problems = parse_structured(reply.text, reply.stop_reason, output)
         if value is not None:
             return value
         bad = {"role": "assistant", "content": [{"type": "text", "text": reply.text.rstrip() or "(empty)"}]}
-        ask = "\n".join([REPAIR_INTRO, *(f"- {p}" for p in problems), REPAIR_ASK])
-        repair = [*convo, bad, {"role": "user", "content": ask}]
+        repair = [*convo, bad, {"role": "user", "content": repair_request(problems)}]
         # A reply cut off at max_tokens gets room to finish; the budget still has to grant it.
         tokens = max_tokens * 2 if reply.stop_reason == "max_tokens" else max_tokens
         reply = self._turn({**body, "messages": repair, "max_tokens": tokens}, phase, f"{purpose}:repair")
-        value, problems = _parse(reply, output)
+        value, problems = parse_structured(reply.text, reply.stop_reason, output)
         if value is not None:
             return value
-        raise self._fail(purpose, LLMError(
-            "malformed", f"the model's reply did not match {output.__name__} after one repair attempt ({problems[0]})"))
+        raise self._fail(purpose, OutputInvalid(
+            f"the model's reply did not match {output.__name__} after one repair attempt ({problems[0]})"))
 
     def tool_turn(self, *, model: str, system: str, turns: Sequence[Turn], tools: Sequence[dict[str, Any]],
                   max_tokens: int, phase: Phase = Phase.RESEARCH, purpose: str) -> ModelReply:
         """The next assistant turn of a tool-calling conversation, with a cache breakpoint on its newest turn."""
         return self.call(model=model, system=system, messages=cache_marked(conversation(turns)), max_tokens=max_tokens,
                          tools=tools, phase=phase, purpose=purpose)
+
+    def check_tools(self, *, model: str, tools: Sequence[dict[str, Any]], phase: Phase = Phase.RESEARCH) -> None:
+        """Every Claude model calls tools: nothing to check, nothing sent."""
 
     def server_web_search(self, query: str, max_results: int, recency_days: int | None = None, *,
                           phase: Phase = Phase.RESEARCH) -> list[dict[str, Any]]:
@@ -142,7 +131,7 @@ class LLM:
         reply = self.call(model=self._settings.worker_model, system=relay_prompt(),
                           messages=[{"role": "user", "content": ask}], max_tokens=1024, tools=[tool],
                           phase=phase, purpose=f"web_search:{digest}")
-        return reply.content
+        return reply.provider_turn
 
     # -- one turn: pause_turn continuations, refusal and context-window stops ---------------------
     def _turn(self, body: dict[str, Any], phase: Phase, purpose: str) -> ModelReply:
@@ -151,7 +140,7 @@ class LLM:
         for i in range(MAX_CONTINUATIONS + 1):
             data, used, request_id = self._send(body, phase, purpose if i == 0 else f"{purpose}:continue")
             content += data["content"]
-            usage = _add(usage, used)
+            usage = add_usage(usage, used)
             if data.get("stop_reason") != "pause_turn" or i == MAX_CONTINUATIONS:
                 break
             body = {**body, "messages": _continued(body["messages"], data["content"])}
@@ -163,7 +152,7 @@ class LLM:
             raise self._fail(purpose, LLMError("context_window", "the request is longer than the model's "
                                                "context window; shorten the input (fewer or shorter sources)"))
         return ModelReply(
-            model=str(data.get("model") or body["model"]), stop_reason=stop, content=content,
+            model=str(data.get("model") or body["model"]), stop_reason=stop, provider_turn=content,
             text="".join(b.get("text", "") for b in content if b.get("type") == "text"),
             tool_uses=[ToolUse(id=b["id"], name=b["name"], input=b.get("input") or {})
                        for b in content if b.get("type") == "tool_use"],
@@ -178,18 +167,11 @@ class LLM:
         return answer.data, answer.usage, answer.request_id
 
     def _fail(self, purpose: str, err: LLMError) -> LLMError:
-        """`err` on one line with secrets scrubbed, reported as a model_error event, for the caller to raise."""
-        message = " ".join(redact(err.message).split())
-        if self._secret:
-            message = message.replace(self._secret, "[redacted]")
-        self._events.emit(ModelErrorEvent(purpose=purpose, error_kind=err.kind, message=message,
-                                          replayed=err.replayed))
-        return LLMError(err.kind, message)
+        return reported(self._events, self._secret, purpose, err)
 
 
-class AnthropicTransport:
-    """Sends Messages API requests through the SDK: each authorised by the budget before it is sent, settled with
-    the real usage after, and reported as model_request and model_response events."""
+class AnthropicTransport(MeteredTransport):
+    """Sends Messages API requests through the SDK, metered (pipeline/models/transport.py)."""
 
     def __init__(self, settings: Settings, budget: Budget, events: EventSink | None = None, *,
                  client: anthropic.Anthropic | None = None, clock: Callable[[], float] = time.monotonic,
@@ -202,43 +184,23 @@ class AnthropicTransport:
                 max_retries=settings.model_max_retries, timeout=settings.model_timeout,
             )
             client.max_retry_wait = max_retry_wait
-        self._budget = budget
-        self._events = events or NullSink()
+        super().__init__(budget, events, clock=clock)
         self._client = client
-        self._clock = clock
 
-    def send(self, body: dict[str, Any], phase: Phase, purpose: str) -> Exchange:
-        model = body["model"]
-        estimate = len(json.dumps(body)) // 3 + 1
-        grant = self._budget.authorize_call(model, input_tokens=estimate, max_tokens=body["max_tokens"], phase=phase)
-        if isinstance(grant, Refusal):
-            raise LLMError("budget", grant.message)
-        body = {**body, "max_tokens": grant.max_tokens}
-        self._events.emit(ModelRequestEvent(purpose=purpose, model=model, phase=phase, body=body))
-        start = self._clock()
+    def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         try:
             raw = self._client.messages.with_raw_response.create(**body)
-            data = _message_json(raw.http_response.content)
+            return _message_json(raw.http_response.content), raw.http_response.headers.get("request-id")
         except anthropic.APIError as e:
-            self._budget.release(grant)
             raise self._error_for(e) from None
         except _Malformed as e:
-            self._budget.release(grant)
             raise LLMError("malformed", f"Anthropic answered with {e}; try again") from None
-        ms = (self._clock() - start) * 1000
+
+    def _usage(self, data: dict[str, Any], body: dict[str, Any]) -> Usage:
         u = data["usage"]
-        used = Usage(input_tokens=u["input_tokens"], output_tokens=u["output_tokens"],
+        return Usage(input_tokens=u["input_tokens"], output_tokens=u["output_tokens"],
                      cache_read_input_tokens=u.get("cache_read_input_tokens") or 0,
                      cache_creation_input_tokens=u.get("cache_creation_input_tokens") or 0, model_calls=1)
-        used.cost_usd = self._budget.settle(grant, used)
-        request_id = raw.http_response.headers.get("request-id")
-        self._events.emit(ModelResponseEvent(
-            purpose=purpose, model=model, response=data, stop_reason=data.get("stop_reason"),
-            usage=used.model_dump(include={"input_tokens", "output_tokens", "cache_read_input_tokens",
-                                           "cache_creation_input_tokens"}),
-            cost_usd=used.cost_usd, ms=ms, request_id=request_id,
-        ), tokens=used.input_tokens + used.output_tokens, ms=ms)
-        return Exchange(data, used, request_id)
 
     def _error_for(self, e: anthropic.APIError) -> LLMError:
         n = self._client.max_retries
@@ -296,7 +258,7 @@ def conversation(turns: Sequence[Turn]) -> list[dict[str, Any]]:
         if isinstance(turn, str):
             messages.append({"role": "user", "content": [{"type": "text", "text": turn}]})
         elif isinstance(turn, ModelReply):
-            message = turn.as_message()
+            message = {"role": "assistant", "content": turn.provider_turn}
             if not message["content"]:  # the API refuses an empty turn in the history
                 message = {**message, "content": [{"type": "text", "text": "(no reply)"}]}
             messages.append(message)
@@ -356,24 +318,3 @@ def _is_block(b: Any) -> bool:
     if not (isinstance(b, dict) and isinstance(b.get("type"), str)):
         return False
     return b["type"] != "tool_use" or (isinstance(b.get("id"), str) and isinstance(b.get("name"), str))
-
-
-def _parse(reply: ModelReply, output: type[T]) -> tuple[T | None, list[str]]:
-    """The validated value, or None and the problems to show the model."""
-    if reply.stop_reason == "max_tokens":
-        return None, ["the reply was cut off at the token limit before the JSON was complete; be more concise"]
-    text = re.sub(r"^```(?:json)?\s*|\s*```$", "", reply.text.strip())
-    try:
-        return output.model_validate_json(text), []
-    except ValidationError as e:
-        return None, [f"{'.'.join(str(p) for p in err['loc']) or '(whole reply)'}: {err['msg']}"
-                      for err in e.errors()[:10]]
-
-
-def _add(a: Usage, b: Usage) -> Usage:
-    return Usage(
-        input_tokens=a.input_tokens + b.input_tokens, output_tokens=a.output_tokens + b.output_tokens,
-        cache_read_input_tokens=a.cache_read_input_tokens + b.cache_read_input_tokens,
-        cache_creation_input_tokens=a.cache_creation_input_tokens + b.cache_creation_input_tokens,
-        cost_usd=round(a.cost_usd + b.cost_usd, 10), model_calls=a.model_calls + b.model_calls,
-    )

@@ -33,6 +33,17 @@ class LLMError(Exception):
         self.replayed = replayed
 
 
+class OutputInvalid(LLMError):
+    """The model answered twice (a structured reply and its repair) with output that does not match the schema."""
+
+    def __init__(self, message: str, *, replayed: bool = False):
+        super().__init__("malformed", message, replayed=replayed)
+
+
+# The input of a tool call whose arguments were not a JSON object: {UNPARSED_ARGUMENTS: the text as sent}.
+UNPARSED_ARGUMENTS = "_unparsed_arguments"
+
+
 class ToolUse(BaseModel):
     """One tool call the model asked for."""
 
@@ -44,20 +55,18 @@ class ToolUse(BaseModel):
 class ModelReply(BaseModel):
     """One assistant turn (pause_turn continuations merged); `usage` is this turn's only, with cost.
 
-    `content` is the turn in the provider's own blocks, which a conversation sends back as they came.
+    `stop_reason` is in the neutral vocabulary: "end_turn", "tool_use", "max_tokens" (else the provider's own word).
+    `provider_turn` is the turn as its provider sent it: only the adapter that made it reads it (to send the turn
+    back in a conversation exactly as it came); the steps read `text`, `tool_uses` and `stop_reason`.
     """
 
     model: str
     stop_reason: str | None
-    content: list[dict[str, Any]]
+    provider_turn: list[dict[str, Any]]
     text: str
     tool_uses: list[ToolUse]
     usage: Usage
     request_id: str | None = None
-
-    def as_message(self) -> dict[str, Any]:
-        """This turn as an assistant message, to append to the history of a tool loop."""
-        return {"role": "assistant", "content": self.content}
 
 
 @dataclass(frozen=True)
@@ -97,12 +106,16 @@ class ModelTransport(Protocol):
 
 
 class ModelClient(Protocol):
-    """The model calls the steps make. `purpose` names the call's stream (planner:0, worker:Q1, writer, ...)."""
+    """The model calls the steps make. `purpose` names the call's stream (planner:0, worker:Q1, writer, ...).
+
+    Messages are {"role", "content"} dicts with text content; a tool is {"name", "description", "input_schema"}
+    (a JSON schema). Each adapter turns these into its provider's shapes.
+    """
 
     def call(self, *, model: str, system: str, messages: list[dict[str, Any]], max_tokens: int,
              tools: Sequence[dict[str, Any]] | None = None, tool_choice: dict[str, Any] | None = None,
              phase: Phase = Phase.RESEARCH, purpose: str) -> ModelReply:
-        """One assistant turn after `messages` ({"role", "content"} dicts with text content)."""
+        """One assistant turn after `messages`."""
         ...
 
     def structured(self, *, model: str, system: str, messages: list[dict[str, Any]] | str, output: type[T],
@@ -113,6 +126,10 @@ class ModelClient(Protocol):
     def tool_turn(self, *, model: str, system: str, turns: Sequence[Turn], tools: Sequence[dict[str, Any]],
                   max_tokens: int, phase: Phase = Phase.RESEARCH, purpose: str) -> ModelReply:
         """The next assistant turn of a tool-calling conversation; the conversation so far is cached."""
+        ...
+
+    def check_tools(self, *, model: str, tools: Sequence[dict[str, Any]], phase: Phase = Phase.RESEARCH) -> None:
+        """Raise LLMError("unsupported") when `model` cannot call tools, before a tools-mode run spends anything."""
         ...
 
     def server_web_search(self, query: str, max_results: int, recency_days: int | None = None, *,

@@ -29,6 +29,9 @@ class NoModel:
                   max_tokens: int, phase: Phase = Phase.RESEARCH, purpose: str) -> ModelReply:
         self._refuse()
 
+    def check_tools(self, *, model: str, tools: Sequence[dict[str, Any]], phase: Phase = Phase.RESEARCH) -> None:
+        self._refuse()
+
     def server_web_search(self, query: str, max_results: int, recency_days: int | None = None, *,
                           phase: Phase = Phase.RESEARCH) -> list[dict[str, Any]]:
         self._refuse()

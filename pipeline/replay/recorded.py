@@ -49,7 +49,7 @@ class RecordedModel:
         used = rec.used()
         used.cost_usd = self._budget.book(model, used)  # it was paid for in the recorded run
         self._events.emit(ModelResponseEvent(
-            purpose=purpose, model=model, response=rec.response, stop_reason=rec.response.get("stop_reason"),
+            purpose=purpose, model=model, response=rec.response, stop_reason=rec.stop_reason,
             usage=dict(rec.usage), cost_usd=used.cost_usd, ms=rec.ms, request_id=rec.request_id, replayed=True,
         ), tokens=used.input_tokens + used.output_tokens, ms=rec.ms)
         return Exchange(rec.response, used, rec.request_id)

@@ -62,6 +62,7 @@ class ModelCall:
     purpose: str
     model: str = ""
     response: dict[str, Any] | None = None
+    stop_reason: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
     request_id: str | None = None
     ms: float = 0.0
@@ -90,8 +91,8 @@ class FetchCall:
 def request_digest(body: dict[str, Any]) -> str:
     """A fingerprint of a model request that ignores the page-wrapper nonces and the granted max_tokens."""
     # Redacted like the recorded copy, so a key-shaped string in a page does not count as a change.
-    text = json.dumps(redact({k: v for k, v in body.items() if k != "max_tokens"}), sort_keys=True,
-                      ensure_ascii=False)
+    asked = {k: v for k, v in body.items() if k not in ("max_tokens", "max_completion_tokens")}
+    text = json.dumps(redact(asked), sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(without_nonces(text).encode()).hexdigest()[:16]
 
 
@@ -151,7 +152,8 @@ class Tape:
                 case ModelResponseEvent():
                     req = open_requests.pop(e.purpose, None)
                     self._models[e.purpose].append(ModelCall(
-                        "response", e.purpose, model=e.model, response=e.response, usage=e.usage,
+                        "response", e.purpose, model=e.model, response=e.response, stop_reason=e.stop_reason,
+                        usage=e.usage,
                         request_id=e.request_id, ms=e.ms,
                         digest=request_digest(req.body) if req and "body" in req.model_fields_set else None))
                 case ModelErrorEvent():

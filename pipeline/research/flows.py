@@ -5,7 +5,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pipeline.core.budget import Phase
 from pipeline.core.schema import Plan, Problem, Report, RunOptions
+from pipeline.models.base import LLMError
 from pipeline.research.context import RunContext
 from pipeline.research.steps.analyse import Analysis, analyse, judge_support, propose_findings
 from pipeline.research.steps.checks import Evidence, check_report
@@ -15,6 +17,7 @@ from pipeline.research.steps.research import research_fixed
 from pipeline.research.steps.review import final_report, write_and_review
 from pipeline.research.steps.worker import research_tools
 from pipeline.research.steps.write import NOT_RESEARCHED, no_evidence_report
+from pipeline.research.tools.toolbox import TOOLS
 
 
 class Step(Protocol):
@@ -68,6 +71,9 @@ def _outage_problem(tally: Tally) -> list[Problem]:
 def model_flow(question: str, ctx: RunContext, options: RunOptions, step: Step, so_far: SoFar,
                tally: Tally) -> None:
     """plan (lead model) -> fixed or tools research -> support judge -> analyse -> write and review."""
+    if options.mode == "tools" and (refused := _tools_refused(ctx)) is not None:
+        so_far.problems.append(refused)
+        return
     ctx.offered.add_text(question)
     so_far.plan = plan = step("plan", lambda: make_plan(question, ctx, options, so_far.problems))
     if options.mode == "fixed":
@@ -89,6 +95,21 @@ def model_flow(question: str, ctx: RunContext, options: RunOptions, step: Step, 
     else:
         markdown = _with_unread_note(no_evidence_report(question, evidence), ctx, tally)
     so_far.report = Report(markdown=markdown, gaps=evidence.gaps, conflicts=analysis.conflicts)
+
+
+def _tools_refused(ctx: RunContext) -> Problem | None:
+    """Why the worker model cannot run the tools researcher, asked before anything else is spent; else None.
+
+    Only an endpoint without tool calling stops the run here; any other failure of the check (an outage, a rate
+    limit) is recorded as a model_error and left to the steps, which retry and report it in their own terms.
+    """
+    try:
+        ctx.llm.check_tools(model=ctx.worker_model, tools=TOOLS, phase=Phase.RESEARCH)
+    except LLMError as e:
+        if e.kind == "unsupported":
+            return Problem(kind="tools_unsupported", step="plan",
+                           message=f"the tools researcher cannot start: {e.message}")
+    return None
 
 
 def extractive_flow(question: str, ctx: RunContext, options: RunOptions, step: Step, so_far: SoFar,

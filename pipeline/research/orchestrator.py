@@ -221,7 +221,7 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
                 so_far.problems.append(Problem(
                     kind="model_unavailable", step="run",
                     message="no model call succeeded, so nothing was analysed; see the problems above (check "
-                            "ANTHROPIC_API_KEY and the network), then run again"))
+                            f"{settings.model_access_names()} and the network), then run again"))
         except StoreError:
             if recording is None or recording.error is None:
                 raise  # not this run's recorder: nothing here knows it
@@ -293,6 +293,8 @@ def run_models(settings: Settings, mode: str, *, prompts: bool = True) -> dict[s
     if mode == "extractive":
         return {"lead": "none", "worker": "none"}
     models = {"lead": settings.lead_model, "worker": settings.worker_model}
+    if settings.model_provider != "anthropic":  # absent means anthropic, as in every run recorded before the key
+        models["provider"] = settings.model_provider
     return {**models, "prompts": prompt_version()} if prompts else models
 
 

@@ -29,9 +29,12 @@ class Resumption:
 
 
 def recorded_models(settings: Settings, row: RunRow) -> Settings:
-    """Settings with the run's own model ids: recorded answers belong to those models."""
-    update = {k: row.models[k] for k in ("lead", "worker") if row.models.get(k)}
-    return settings.model_copy(update={f"{k}_model": v for k, v in update.items()})
+    """Settings with the run's own model ids and provider: recorded answers belong to those models, in that
+    provider's format."""
+    update: dict[str, str] = {f"{k}_model": row.models[k] for k in ("lead", "worker") if row.models.get(k)}
+    if row.models.get("lead", "none") != "none":
+        update["model_provider"] = row.models.get("provider") or "anthropic"
+    return settings.model_copy(update=update)
 
 
 def prepare(store: RunStore, run_id: str, settings: Settings) -> Resumption:

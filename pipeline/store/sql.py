@@ -53,7 +53,7 @@ def settings_secrets(settings: Settings) -> list[str]:
     # By type rather than by name: a provider added later has its key scrubbed without a change here.
     keys = (getattr(settings, name) for name in type(settings).model_fields)
     found = [k.get_secret_value() for k in keys if isinstance(k, SecretStr) and k.get_secret_value()]
-    return found + secrets_of(settings.db_path)  # a PostgreSQL URL's password
+    return found + secrets_of(settings.db_path) + settings.url_secrets()  # a PostgreSQL URL's, an endpoint's
 
 
 def _now() -> str:

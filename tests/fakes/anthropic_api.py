@@ -27,20 +27,20 @@ reply that does not match its schema, an empty text), limited by `times` like ev
 
 `requests` records every HTTP request (the key header is kept so tests can assert it was sent; the
 record's repr never shows headers). Retryable faults send `retry-after-ms: 1` unless `headers=` is
-given, so the SDK's retries take milliseconds.
+given, so the SDK's retries take milliseconds. The server, recording, rules and faults are the plumbing both
+model-API fakes share (tests/fakes/loopback_api.py); this module holds what is the Messages API's own.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import socket
-import struct
-import sys
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from typing import Any, Literal
+
+from tests.fakes.loopback_api import InjectedFault, LoopbackFake, LoopbackHandler, _skip, _spans
+from tests.fakes.loopback_api import InvalidRequest as InvalidRequest  # re-exported: defined with the shared plumbing
+from tests.fakes.loopback_api import RecordedRequest as RecordedRequest
 
 FaultKind = Literal["status", "malformed_json", "hang", "reset", "reply"]
 ERROR_TYPES = {
@@ -48,38 +48,7 @@ ERROR_TYPES = {
     404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 500: "api_error",
     504: "timeout_error", 529: "overloaded_error",
 }
-_RETRYABLE = {408, 409, 429} | set(range(500, 600))
 MAX_CACHE_BREAKPOINTS = 4
-
-
-class InvalidRequest(Exception):
-    """The request breaks a rule the real API enforces; becomes a 400 invalid_request_error."""
-
-
-@dataclass
-class RecordedRequest:
-    """One HTTP request as received, and what the fake answered."""
-
-    path: str
-    headers: Mapping[str, str] = field(repr=False)  # lower-cased names; holds the api key: never print it
-    raw: bytes = field(repr=False)
-    body: Any = field(repr=False)  # the parsed JSON, or None when the body was not JSON
-    status: int = 0
-    response: dict[str, Any] | None = field(default=None, repr=False)
-
-    @property
-    def api_key(self) -> str | None:
-        """The key sent as `x-api-key` or as `Authorization: Bearer` (this SDK version sends the latter)."""
-        bearer = self.headers.get("authorization", "")
-        return self.headers.get("x-api-key") or (bearer[7:] if bearer.lower().startswith("bearer ") else None)
-
-    def field_bytes(self, name: str) -> bytes | None:
-        """The exact bytes of top-level body field `name` as sent (to compare serialisations byte for byte)."""
-        text = self.raw.decode("utf-8")
-        for key, start, end in _members(text, _skip(text, 0)):
-            if key == name:
-                return text[start:end].encode("utf-8")
-        return None
 
 
 @dataclass(frozen=True)
@@ -234,162 +203,69 @@ def default_brain(req: MessagesRequest) -> FakeReply:
     return reply_json(minimal_instance(req.output_schema)) if req.output_schema else reply_text("ok")
 
 
-@dataclass
-class Fault:
-    """An injected failure for requests matching `predicate`; `times` None means every time."""
-
-    predicate: Predicate
-    kind: FaultKind
-    status: int
-    times: int | None
-    headers: dict[str, str] | None
-    body: bytes | None
-    fired: int = 0
-    reply: Responder | None = None  # kind "reply": what the model says instead
+# An injected failure for requests matching its predicate; `times` None means every time.
+Fault = InjectedFault[MessagesRequest, FakeReply, FaultKind]
 
 
-class FakeAnthropic:
+class _Handler(LoopbackHandler["FakeAnthropic"]):
+    """Answers FakeAnthropic's requests with Messages API bodies, errors and headers."""
+
+    paths = ("/v1/messages", "/v1/messages/count_tokens")
+    not_found = "Not found: {path}"
+    not_json = "There was an error parsing the body of your request: not a JSON object"
+    bad_key = "invalid x-api-key"
+    fault_messages = {
+        401: "invalid x-api-key", 403: "Your API key does not have permission to use the specified resource.",
+        429: "Number of request tokens has exceeded your per-minute rate limit.", 500: "Internal server error",
+        529: "Overloaded",
+    }
+    broken_json = b'{"id": "msg_broken", "type": "message", "content": ['
+    request_id_header = "request-id"
+
+    def _error(self, rec: RecordedRequest, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
+        body = {"type": "error", "error": {"type": ERROR_TYPES.get(status, "api_error"), "message": message},
+                "request_id": None}
+        self._send(rec, status, body, headers)
+
+
+class FakeAnthropic(LoopbackFake[MessagesRequest, FakeReply, RecordedRequest, FaultKind]):
     """A ThreadingHTTPServer on 127.0.0.1 serving POST /v1/messages (and /v1/messages/count_tokens)."""
+
+    handler = _Handler
+    record_type = RecordedRequest
+    model_path = "/v1/messages"
 
     def __init__(self, brain: Responder = default_brain, *, api_key: str | None = None,
                  min_cache_tokens: int = 0, hang_seconds: float = 10.0, strict_roles: bool = True):
-        self.brain = brain
-        self.api_key = api_key
+        super().__init__(brain, api_key=api_key, hang_seconds=hang_seconds)
         self.min_cache_tokens = min_cache_tokens
-        self.hang_seconds = hang_seconds
         # The real API merges consecutive same-role turns; strict mode rejects them so sloppy history building shows.
         self.strict_roles = strict_roles
-        self.handler_errors: list[BaseException] = []
-        self._rules: list[tuple[Predicate, Responder]] = []
-        self._observers: list[Callable[[MessagesRequest], None]] = []
-        self._faults: list[Fault] = []
-        self._requests: list[RecordedRequest] = []
         self._cache: set[str] = set()
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -------------------------------------------------------------------------------
-    def __enter__(self) -> FakeAnthropic:
-        fake = self
-
-        class Handler(_Handler):
-            owner = fake
-
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-            block_on_close = False
-
-            def handle_error(self, request: Any, client_address: Any) -> None:
-                fake.handler_errors.append(sys.exc_info()[1])  # type: ignore[arg-type]  # never print tracebacks
-
-        self._server = Server(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-
-    @property
-    def base_url(self) -> str:
-        assert self._server is not None, "use FakeAnthropic as a context manager"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    # -- configuration ---------------------------------------------------------------------------
-    def rule(self, predicate: Predicate, responder: Responder | FakeReply) -> None:
-        """Answer requests matching `predicate` with `responder` (first registered match wins)."""
-        fn = responder if callable(responder) else (lambda _r, reply=responder: reply)
-        with self._lock:
-            self._rules.append((predicate, fn))
-
-    def fault(self, predicate: Predicate | None = None, *, status: int = 500, kind: FaultKind = "status",
-              times: int | None = 1, headers: dict[str, str] | None = None, body: bytes | None = None,
-              reply: Responder | FakeReply | None = None) -> Fault:
-        """Fail the next `times` matching requests: an HTTP error `status`, a broken 200 body, a hang, a reset, or
-        (kind "reply") a well-formed answer saying `reply` instead of what the rules and the brain would say."""
-        if kind == "reply" and reply is None:
-            raise ValueError('a kind="reply" fault needs reply=')
-        responder = reply if reply is None or callable(reply) else (lambda _r, said=reply: said)
-        f = Fault(predicate or (lambda _r: True), kind, status, times, headers, body, reply=responder)
-        with self._lock:
-            self._faults.append(f)
-        return f
-
-    def on_request(self, callback: Callable[[MessagesRequest], None]) -> None:
-        """Call `callback` with each POST /v1/messages as it arrives, before faults, rules and the brain answer it
-        (on the server's thread): to act at a given point of a run, such as killing its process or filling its
-        disk. An exception in a callback is kept in `handler_errors`; the request is answered anyway."""
-        with self._lock:
-            self._observers.append(callback)
-
-    def reset(self) -> None:
-        """Forget every rule, fault, observer, recorded request, handler error and cached prompt: the server as new,
-        for a fixture that reuses one server between tests (`brain` and the other constructor settings are kept)."""
-        with self._lock:
-            self._rules.clear()
-            self._observers.clear()
-            self._faults.clear()
-            self._requests.clear()
-            self._cache.clear()
-            self.handler_errors.clear()
-
-    # -- inspection ------------------------------------------------------------------------------
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        with self._lock:
-            return list(self._requests)
 
     @property
     def message_requests(self) -> list[MessagesRequest]:
         """Typed views of every POST /v1/messages received (faulted ones included)."""
-        return [MessagesRequest.of(r) for r in self.requests if r.path == "/v1/messages"]
+        return self._model_calls()
 
-    def count(self, predicate: Predicate | None = None) -> int:
-        return sum(1 for r in self.message_requests if predicate is None or predicate(r))
+    def _view(self, rec: RecordedRequest) -> MessagesRequest:
+        return MessagesRequest.of(rec)
 
-    # -- request handling (called on server threads) ---------------------------------------------
-    def _record(self, rec: RecordedRequest) -> None:
-        with self._lock:
-            self._requests.append(rec)
+    def _check(self, rec: RecordedRequest) -> None:
+        _validate(rec, strict_roles=self.strict_roles)
 
-    def _observe(self, req: MessagesRequest) -> None:
-        with self._lock:
-            observers = list(self._observers)
-        for callback in observers:
-            try:
-                callback(req)
-            except Exception as e:  # a test's callback broke: kept for the test to see, the request still answered
-                self.handler_errors.append(e)
+    def _forget_cache(self) -> None:
+        self._cache.clear()
 
-    def _pick_fault(self, req: MessagesRequest) -> Fault | None:
-        with self._lock:
-            for f in self._faults:
-                if (f.times is None or f.fired < f.times) and f.predicate(req):
-                    f.fired += 1
-                    return f
-        return None
-
-    def _pick_responder(self, req: MessagesRequest) -> Responder:
-        with self._lock:
-            rules = list(self._rules)
-        return next((fn for pred, fn in rules if pred(req)), self.brain)
-
-    def _answer(self, req: MessagesRequest, responder: Responder | None = None) -> dict[str, Any]:
-        reply = (responder or self._pick_responder(req))(req)
-        rec = req.recorded
+    def _answer(self, rec: RecordedRequest, req: MessagesRequest, responder: Responder | None) -> dict[str, Any]:
+        if rec.path != self.model_path:  # count_tokens
+            return {"input_tokens": _tokens("".join(s for s, _ in _prompt_segments(rec)))}
+        reply = self._reply(req, responder)
         content = [dict(b) for b in reply.content]
         for i, b in enumerate(content):
             if b.get("type") == "tool_use" and not b.get("id"):
                 b["id"] = "toolu_" + hashlib.sha256(rec.raw + str(i).encode()).hexdigest()[:24]
-        out_tokens = reply.output_tokens if reply.output_tokens is not None else _tokens(json.dumps(content))
-        stop = reply.stop_reason
-        if out_tokens > req.max_tokens:
-            content, out_tokens, stop = _truncate(content, req.max_tokens), req.max_tokens, "max_tokens"
+        content, out_tokens, stop = _within_max_tokens(reply, content, req.max_tokens)
         usage = self._usage(req)
         searches = sum(1 for b in content if b.get("type") == "server_tool_use")
         if searches:
@@ -415,102 +291,6 @@ class FakeAnthropic:
             self._cache.update(key for key, _ in breakpoints)
         return {"input_tokens": total - read - write, "cache_creation_input_tokens": write,
                 "cache_read_input_tokens": read}
-
-
-class _Handler(BaseHTTPRequestHandler):
-    owner: FakeAnthropic
-    protocol_version = "HTTP/1.1"
-    timeout = 15
-    # Headers and body go out in two writes; with Nagle's algorithm the body then waits for the client's delayed
-    # ACK of the headers (about 40 ms per answer on Linux). No byte changes, only when they leave.
-    disable_nagle_algorithm = True
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet: test output stays clean
-        return None
-
-    def do_POST(self) -> None:
-        fake = self.owner
-        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        try:
-            body: Any = json.loads(raw)
-        except ValueError:
-            body = None
-        rec = RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, raw, body)
-        fake._record(rec)
-        if self.path not in ("/v1/messages", "/v1/messages/count_tokens"):
-            return self._error(rec, 404, f"Not found: {self.path}")
-        if not isinstance(body, dict):
-            return self._error(rec, 400, "There was an error parsing the body of your request: not a JSON object")
-        if fake.api_key is not None and rec.api_key != fake.api_key:
-            return self._error(rec, 401, "invalid x-api-key")
-        req = MessagesRequest.of(rec)
-        if self.path == "/v1/messages":
-            fake._observe(req)
-        fault = fake._pick_fault(req)
-        if fault is not None and fault.reply is None:
-            return self._fault(rec, fault)
-        try:
-            _validate(rec, strict_roles=fake.strict_roles)
-        except InvalidRequest as e:
-            return self._error(rec, 400, str(e))
-        if self.path.endswith("count_tokens"):
-            return self._send(rec, 200, {"input_tokens": _tokens("".join(s for s, _ in _prompt_segments(rec)))})
-        try:
-            answer = fake._answer(req, fault.reply if fault is not None else None)
-        except Exception as e:  # a test's brain or rule broke: say so, and stop the SDK retrying it
-            fake.handler_errors.append(e)
-            return self._error(rec, 500, f"fake brain raised {type(e).__name__}: {e}", {"x-should-retry": "false"})
-        self._send(rec, 200, answer)
-
-    def _fault(self, rec: RecordedRequest, f: Fault) -> None:
-        if f.kind == "hang":
-            rec.status = -1
-            self.owner._stop.wait(self.owner.hang_seconds)
-            self.close_connection = True
-            return None
-        if f.kind == "reset":
-            rec.status = -2
-            # SO_LINGER 0 makes close() send a TCP RST instead of a clean FIN.
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            self.close_connection = True
-            return None
-        if f.kind == "malformed_json":
-            return self._send_raw(rec, 200, f.body or b'{"id": "msg_broken", "type": "message", "content": [',
-                                  f.headers or {})
-        headers = f.headers if f.headers is not None else ({"retry-after-ms": "1"} if f.status in _RETRYABLE else {})
-        if f.body is not None:
-            return self._send_raw(rec, f.status, f.body, headers)
-        return self._error(rec, f.status, _DEFAULT_MESSAGES.get(f.status, f"Fake fault {f.status}"), headers)
-
-    def _error(self, rec: RecordedRequest, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
-        body = {"type": "error", "error": {"type": ERROR_TYPES.get(status, "api_error"), "message": message},
-                "request_id": None}
-        self._send(rec, status, body, headers)
-
-    def _send(self, rec: RecordedRequest, status: int, body: dict[str, Any],
-              headers: Mapping[str, str] | None = None) -> None:
-        rec.response = body
-        self._send_raw(rec, status, json.dumps(body).encode(), headers or {})
-
-    def _send_raw(self, rec: RecordedRequest, status: int, data: bytes, headers: Mapping[str, str]) -> None:
-        rec.status = status
-        with self.owner._lock:
-            request_id = f"req_fake_{len(self.owner._requests):06d}"
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.send_header("request-id", request_id)
-        for k, v in headers.items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
-
-
-_DEFAULT_MESSAGES = {
-    401: "invalid x-api-key", 403: "Your API key does not have permission to use the specified resource.",
-    429: "Number of request tokens has exceeded your per-minute rate limit.", 500: "Internal server error",
-    529: "Overloaded",
-}
 
 
 # -- request-shape validation (the subset of the real API's rules our code could break) -----------
@@ -607,6 +387,16 @@ def _text_of(content: Any) -> str:
     return "\n".join(b.get("text", "") for b in _blocks(content) if b.get("type") == "text")
 
 
+def _within_max_tokens(reply: FakeReply, content: list[dict[str, Any]],
+                       max_tokens: int) -> tuple[list[dict[str, Any]], int, str]:
+    """`content` (the reply's blocks as sent), its output tokens and stop reason, cut at `max_tokens` as the real API
+    cuts a reply that is too long (stop reason "max_tokens")."""
+    out_tokens = reply.output_tokens if reply.output_tokens is not None else _tokens(json.dumps(content))
+    if out_tokens > max_tokens:
+        return _truncate(content, max_tokens), max_tokens, "max_tokens"
+    return content, out_tokens, reply.stop_reason
+
+
 def _truncate(content: list[dict[str, Any]], max_tokens: int) -> list[dict[str, Any]]:
     """The content cut at `max_tokens` (about 4 characters each): a partial text block, later blocks dropped."""
     room, out = max_tokens * 4, []
@@ -625,64 +415,25 @@ def _truncate(content: list[dict[str, Any]], max_tokens: int) -> list[dict[str, 
 def _prompt_segments(rec: RecordedRequest) -> list[tuple[str, bool]]:
     """(exact request text, carries cache_control) per cacheable unit, in render order tools -> system -> messages."""
     text = rec.raw.decode("utf-8")
-    spans = {k: (s, e) for k, s, e in _members(text, _skip(text, 0))}
+    spans = {k: (s, e) for k, s, e in _spans(text, _skip(text, 0))}
     out: list[tuple[str, bool]] = []
     for name in ("tools", "system"):
         if name not in spans:
             continue
         s, e = spans[name]
         if text[s] == "[":
-            out += [(text[a:z], "cache_control" in json.loads(text[a:z])) for a, z in _elements(text, s)]
+            out += [(text[a:z], "cache_control" in json.loads(text[a:z])) for _k, a, z in _spans(text, s)]
         else:
             out.append((text[s:e], False))
     if "messages" in spans and text[spans["messages"][0]] == "[":
-        for a, _z in _elements(text, spans["messages"][0]):
-            parts = {k: (s, e) for k, s, e in _members(text, a)}
+        for _k, a, _z in _spans(text, spans["messages"][0]):
+            parts = {k: (s, e) for k, s, e in _spans(text, a)}
             role = text[slice(*parts["role"])] if "role" in parts else ""
             if "content" not in parts:
                 continue
             cs, ce = parts["content"]
             if text[cs] == "[":
-                out += [(role + text[x:y], "cache_control" in json.loads(text[x:y])) for x, y in _elements(text, cs)]
+                out += [(role + text[x:y], "cache_control" in json.loads(text[x:y])) for _k, x, y in _spans(text, cs)]
             else:
                 out.append((role + text[cs:ce], False))
-    return out
-
-
-_DECODER = json.JSONDecoder()
-
-
-def _skip(s: str, i: int) -> int:
-    while i < len(s) and s[i] in " \t\r\n":
-        i += 1
-    return i
-
-
-def _members(s: str, i: int) -> list[tuple[str, int, int]]:
-    """(key, start, end) of each member of the JSON object starting at s[i]."""
-    out: list[tuple[str, int, int]] = []
-    if i >= len(s) or s[i] != "{":
-        return out
-    i = _skip(s, i + 1)
-    while i < len(s) and s[i] != "}":
-        key, i = _DECODER.raw_decode(s, i)
-        i = _skip(s, _skip(s, i) + 1)  # past ':'
-        _, end = _DECODER.raw_decode(s, i)
-        out.append((key, i, end))
-        i = _skip(s, end)
-        if i < len(s) and s[i] == ",":
-            i = _skip(s, i + 1)
-    return out
-
-
-def _elements(s: str, i: int) -> list[tuple[int, int]]:
-    """(start, end) of each element of the JSON array starting at s[i]."""
-    out: list[tuple[int, int]] = []
-    i = _skip(s, i + 1)
-    while i < len(s) and s[i] != "]":
-        _, end = _DECODER.raw_decode(s, i)
-        out.append((i, end))
-        i = _skip(s, end)
-        if i < len(s) and s[i] == ",":
-            i = _skip(s, i + 1)
     return out

@@ -5,6 +5,8 @@ Decisions: a finding the judge could not rate (support "unknown") is passed on a
 confidence, and it answers its sub-question for gap purposes (a judge outage must not turn every sub-question
 into a "gap" while the report still cites its findings); the outage itself is reported as a Problem.
 Gaps are the researched sub-questions without a passed-on finding; the orchestrator adds plan.not_researched.
+When the analyst's reply for a page fails its schema twice (the reply and its repair), code selects that page's
+sentences instead (the extractive selector), marks those findings selected_by_code, and the run names it.
 """
 from __future__ import annotations
 
@@ -17,10 +19,20 @@ from pydantic import BaseModel, Field
 
 from pipeline.core.budget import Phase
 from pipeline.core.event_types import FindingEvent, RejectedEvent, StepEvent
-from pipeline.core.schema import Confidence, Conflict, Finding, Plan, Problem, RunOptions, SubQuestion
+from pipeline.core.schema import (
+    Confidence,
+    Conflict,
+    Finding,
+    Plan,
+    Problem,
+    RejectedFinding,
+    RunOptions,
+    SubQuestion,
+)
 from pipeline.core.untrusted import wrap
-from pipeline.models.base import LLMError
+from pipeline.models.base import LLMError, OutputInvalid
 from pipeline.research.context import RunContext
+from pipeline.research.extractive.select import PageText, select_sentences
 from pipeline.research.prompts import load
 from pipeline.research.steps import tags
 from pipeline.research.steps.conflicts import find_conflicts
@@ -29,6 +41,7 @@ from pipeline.research.tools.page_view import focus_excerpt
 STEP = "analyse"
 MAX_THREADS = 4
 MAX_FINDINGS_PER_SOURCE = 6
+FALLBACK_PICKS = 2  # sentences code selects from a page the analyst failed on
 ANALYST_TOKENS = 2000
 JUDGE_TOKENS = 600
 # Failures of one request only (this reply or input was bad); any other kind (server down, budget spent, auth)
@@ -105,6 +118,20 @@ def propose_findings(plan: Plan, sources_by_sq: dict[str, list[str]], ctx: RunCo
     counted: set[str] = set()
     lock = threading.Lock()
     breaker = _Breaker()
+    fallbacks: list[Problem] = []
+
+    def keep(result: Finding | RejectedFinding) -> Finding | None:
+        if isinstance(result, RejectedFinding):
+            ctx.stats.bump("quotes_rejected")
+            ctx.events.emit(RejectedEvent(source=result.source, reason=result.reason))
+            return None
+        with lock:  # the notebook returns the existing finding for a quote it already holds
+            new = result.id not in counted
+            counted.add(result.id)
+        if new:
+            ctx.stats.bump("findings_recorded")
+            ctx.events.emit(FindingEvent(id=result.id, source=result.source, sub_question=result.sub_question))
+        return result
 
     def one(pair: tuple[SubQuestion, str]) -> LLMError | None:
         sq, sid = pair
@@ -119,22 +146,16 @@ def propose_findings(plan: Plan, sources_by_sq: dict[str, list[str]], ctx: RunCo
                 messages=analyst_message(sq, source.id, source.title, ctx.notebook.text(source.id)),
                 output=ProposedFindings, max_tokens=ANALYST_TOKENS, phase=Phase.SYNTHESIS,
                 purpose=f"analyst:{sq.id}:{source.id}")
+        except OutputInvalid as e:
+            kept = [f for f in (keep(r) for r in _selected_by_code(sq, source.id, source.title, ctx)) if f]
+            with lock:
+                fallbacks.append(_fallback_problem(sq, source.id, e, kept))
+            return None
         except LLMError as e:
             return breaker.trip(e)
         for p in proposed.findings[:MAX_FINDINGS_PER_SOURCE]:
-            result = ctx.notebook.add_finding(source=source.id, claim=p.claim, quote=p.quote, sub_question=sq.id,
-                                              confidence=p.confidence)
-            if isinstance(result, Finding):
-                with lock:  # the notebook returns the existing finding for a quote it already holds
-                    new = result.id not in counted
-                    counted.add(result.id)
-                if new:
-                    ctx.stats.bump("findings_recorded")
-                    ctx.events.emit(FindingEvent(id=result.id, source=result.source,
-                                                 sub_question=result.sub_question))
-            else:
-                ctx.stats.bump("quotes_rejected")
-                ctx.events.emit(RejectedEvent(source=result.source, reason=result.reason))
+            keep(ctx.notebook.add_finding(source=source.id, claim=p.claim, quote=p.quote, sub_question=sq.id,
+                                          confidence=p.confidence))
         return None
 
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_THREADS, len(pairs))), thread_name_prefix="analyst") as pool:
@@ -142,9 +163,28 @@ def propose_findings(plan: Plan, sources_by_sq: dict[str, list[str]], ctx: RunCo
     failures = [(f"{sid} for {sq.id}", e) for (sq, sid), e in zip(pairs, errors, strict=True)]
     problems = _problems("analyst_unavailable", "the analyst", failures,
                          "these sources were not read, so they gave no findings")
+    problems += sorted(fallbacks, key=lambda p: p.message)  # in a stable order, whichever thread came first
     ctx.events.emit(StepEvent(name=STEP, status="finished", part="propose", findings=len(counted),
                               problems=len(problems)))
     return problems
+
+
+def _selected_by_code(sq: SubQuestion, source_id: str, title: str | None,
+                      ctx: RunContext) -> list[Finding | RejectedFinding]:
+    """The page's best sentences for `sq`, chosen by the extractive selector and recorded as verbatim findings."""
+    page = PageText(source_id=source_id, title=title, text=ctx.notebook.text(source_id))
+    picks = select_sentences(sq.question, [page], k=FALLBACK_PICKS, per_page=FALLBACK_PICKS,
+                             extra_terms=[*sq.queries, *([sq.proxy] if sq.proxy else [])])
+    return [ctx.notebook.add_finding(source=source_id, claim=p.text, quote=p.text, sub_question=sq.id,
+                                     confidence="medium", selected_by_code=True) for p in picks]
+
+
+def _fallback_problem(sq: SubQuestion, source_id: str, error: LLMError, kept: list[Finding]) -> Problem:
+    what = (f"code selected {len(kept)} sentence{'s' * (len(kept) != 1)} instead ({', '.join(f.id for f in kept)}, "
+            "marked selected_by_code)" if kept else "code found no sentence of it that answers the sub-question")
+    return Problem(kind="analyst_fallback", step=STEP, message=(
+        f"the analyst's reply for {source_id} ({sq.id}) failed its format twice ({error.message.rstrip('. ')}); "
+        f"{what}."))
 
 
 def judge_message(f: Finding, sub_question: str | None) -> str:

@@ -23,6 +23,7 @@ from pipeline.core.quotes import QuoteIndex
 from pipeline.core.schema import Finding, SubQuestion
 from pipeline.core.untrusted import defuse, wrap
 from pipeline.core.urls import url_key
+from pipeline.models.base import UNPARSED_ARGUMENTS
 from pipeline.research.context import RunContext
 from pipeline.research.tools.calculate import calculate
 from pipeline.research.tools.page_view import find_in_page, focus_excerpt
@@ -142,8 +143,8 @@ class Toolbox:
         if tool is None:
             return ToolOutcome(f"UNKNOWN_TOOL: there is no tool named {_line(name)[:60]!r}; use one of "
                                f"{', '.join(TOOL_ORDER)}.", True)
-        if not isinstance(input, dict):
-            return _bad_arguments(name, "the input must be a JSON object")
+        if not isinstance(input, dict) or UNPARSED_ARGUMENTS in input:
+            return _bad_arguments(name, "the arguments must be one JSON object")
         try:
             args = tool.args.model_validate(input)
         except ValidationError as e:

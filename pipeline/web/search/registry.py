@@ -132,6 +132,10 @@ def provider_entry(name: str) -> ProviderEntry:
 
 def require_search_access(settings: Settings) -> None:
     """Raise a ConfigError naming the variable the chosen search provider needs."""
+    if settings.search_provider == "anthropic" and settings.model_provider != "anthropic":
+        raise ConfigError(f"RESEARCH_SEARCH_PROVIDER=anthropic searches through Anthropic's server-side tool, which "
+                          f"RESEARCH_MODEL_PROVIDER={settings.model_provider} does not have; use brave, tavily, "
+                          "searxng or corpus")
     problem = provider_entry(settings.search_provider).missing(settings)
     if problem is not None:
         raise ConfigError(problem)
