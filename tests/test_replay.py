@@ -160,6 +160,11 @@ def test_replay_with_the_fakes_shut_down_gives_the_same_result(any_fakes: Fakes,
         # Every call was served: nothing was missing from the recording.
         assert not [e for e in store.events(replayed.run_id) if e.payload.get("not_recorded")]
         assert not [e for e in store.events(replayed.run_id, ["model_error"]) if e.payload["kind"] == "not_recorded"]
+        # Served responses are reported as the live ones were, stop reason included (each provider its own word).
+        stops = {run: sorted((e.payload["purpose"], e.payload.get("stop_reason") or "")
+                             for e in store.events(run, ["model_response"]))
+                 for run in (original.run_id, replayed.run_id)}
+        assert stops[replayed.run_id] == stops[original.run_id] and all(s for _, s in stops[original.run_id])
         # A replay is itself a complete recording: replaying the replay gives the same result again.
     again = _replay(db_url, replayed.run_id, tmp_path, monkeypatch)
     assert _same(original, again) == {}
@@ -316,3 +321,12 @@ def test_a_request_that_changed_since_the_recording_is_reported_but_a_new_page_n
                          max_tokens=50, purpose=purpose)
         assert reply.text == "ok" and reply.usage.input_tokens == 10
     assert tape.summary()["diverged"] == ["changed"] and tape.summary()["served"] == 2
+
+
+def test_the_request_digest_ignores_the_granted_output_limit_under_either_field_name() -> None:
+    from pipeline.replay.tape import request_digest
+
+    for field in ("max_tokens", "max_completion_tokens"):  # Anthropic's, and OpenAI's own API's
+        asked = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        assert request_digest({**asked, field: 100}) == request_digest({**asked, field: 60})
+        assert request_digest({**asked, field: 100}) != request_digest({**asked, "model": "n", field: 100})

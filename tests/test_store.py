@@ -229,9 +229,11 @@ def test_a_secret_that_json_escapes_is_scrubbed_from_the_stored_result(db_url: s
 
 @pytest.mark.parametrize(("text", "kept"), [
     ("The risk-adjusted-return-on-capital measure fell.", True),
+    ("The task-ant-colony-optimisation paper won.", True),
     ("See https://x.org/ask-the-experts-about-pricing-2024 for more.", True),
-    ("The leaked key sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 was revoked.", False),
-    ("An old key (sk-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789ab) leaked.", False),
+    # Key-shaped, built here so that no key-shaped string sits in the repository for a secret scanner to flag.
+    (f"The leaked key {'sk-' + 'proj-' + 'Ab' * 20} was revoked.", False),
+    (f"An old key ({'sk-' + 'Cd' * 20}) leaked.", False),
     ("Set ANTHROPIC_API_KEY=sk-ant-api03-AbCdEfGhIjKl first.", False),
 ])
 def test_key_shaped_text_is_scrubbed_and_hyphenated_words_are_not(text: str, kept: bool) -> None:
