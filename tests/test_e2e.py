@@ -20,7 +20,7 @@ from pipeline.core.schema import BudgetLimits, RunOptions, RunResult
 from pipeline.research.orchestrator import build_context, research
 from pipeline.web.search.service import make_provider
 from tests.fakes.anthropic_api import FakeAnthropic, MessagesRequest, reply_tool_use
-from tests.fakes.openai_api import FakeOpenAI
+from tests.fakes.openai_api import LEAD_MODEL, WORKER_MODEL, FakeOpenAI, openai_env
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import Canned, FakeSearchApi, Hit
 from tests.fakes.web_server import Route, WebServer
@@ -29,7 +29,6 @@ MODES = ["fixed", "tools"]
 PROVIDERS = ["anthropic", "openai"]
 ANTHROPIC_KEY = "sk-ant-e2e-secret-key"
 OPENAI_KEY = "sk-openai-e2e-secret-key"
-OPENAI_MODELS = {"RESEARCH_LEAD_MODEL": "gpt-4.1", "RESEARCH_WORKER_MODEL": "gpt-4.1-mini"}
 
 
 def page(title: str, *paragraphs: str, date: str = "2025-01-15") -> Route:
@@ -60,8 +59,7 @@ class World:
     def model_env(self) -> dict[str, str]:
         """The environment variables that point the program at this world's model provider."""
         if self.provider == "openai":
-            return {"RESEARCH_MODEL_PROVIDER": "openai", "OPENAI_API_KEY": OPENAI_KEY,
-                    "OPENAI_BASE_URL": self.fake.base_url, **OPENAI_MODELS}
+            return openai_env(self.fake.base_url, OPENAI_KEY)
         return {"ANTHROPIC_API_KEY": ANTHROPIC_KEY, "ANTHROPIC_BASE_URL": self.fake.base_url}
 
     def settings(self) -> Settings:
@@ -86,7 +84,7 @@ def world(request: pytest.FixtureRequest) -> Iterator[World]:
         web = stack.enter_context(WebServer())
         search = stack.enter_context(FakeSearchApi("brave", [], api_key="brave-key"))
         fake: FakeAnthropic | FakeOpenAI = stack.enter_context(
-            FakeOpenAI(brain, api_key=OPENAI_KEY, models=set(OPENAI_MODELS.values())) if request.param == "openai"
+            FakeOpenAI(brain, api_key=OPENAI_KEY, models={LEAD_MODEL, WORKER_MODEL}) if request.param == "openai"
             else FakeAnthropic(brain))
         yield World(fake, search, web, brain, [])
 

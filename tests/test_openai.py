@@ -23,11 +23,11 @@ from pipeline.models.openai import PROBE_TOKENS, SCHEMA_IN_PROMPT, TOOLS_PROBE, 
 from pipeline.research.preflight import require_run_access
 from pipeline.research.tools.toolbox import TOOLS
 from tests.fakes.anthropic_api import FakeReply, reply_json, reply_text, reply_tool_use
-from tests.fakes.openai_api import FakeOpenAI, reply_tool_call
+from tests.fakes.openai_api import LEAD_MODEL, WORKER_MODEL, FakeOpenAI, reply_tool_call
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi
 from tests.fakes.web_server import WebServer
-from tests.test_e2e import OPENAI_KEY, OPENAI_MODELS, VECTOR_PAGES, World, serve
+from tests.test_e2e import OPENAI_KEY, VECTOR_PAGES, World, serve
 
 CLOSED_PORT = "http://127.0.0.1:9/v1"  # nothing listens on the discard port: the connection is refused at once
 QUESTION = "What does Qdrant Cloud pricing start at?"
@@ -60,7 +60,7 @@ def ask(chat: OpenAIChat, text: str = "hello", **kw: Any) -> ModelReply:
 
 @pytest.fixture()
 def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI(api_key=OPENAI_KEY, models=set(OPENAI_MODELS.values())) as f:
+    with FakeOpenAI(api_key=OPENAI_KEY, models={LEAD_MODEL, WORKER_MODEL}) as f:
         yield f
 
 

@@ -24,7 +24,7 @@ from pipeline.store.sql import SqlRunStore
 from pipeline.web.fetch import Fetcher, WebPages
 from pipeline.web.search.service import SearchService, make_provider
 from tests.fakes.anthropic_api import FakeAnthropic, reply_web_search
-from tests.fakes.openai_api import FakeOpenAI
+from tests.fakes.openai_api import FakeOpenAI, openai_env
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
 from tests.fakes.stores import open_test_store, store_url
@@ -33,7 +33,6 @@ from tests.test_e2e import VECTOR_PAGES, page
 
 KEY = "sk-ant-replay-test-key"
 OPENAI_KEY = "sk-openai-replay-test-key"
-OPENAI_MODELS = {"lead_model": "gpt-4.1", "worker_model": "gpt-4.1-mini"}
 TOPICS = ["Qdrant Cloud smallest cluster pricing", "Zilliz Cloud pricing for Milvus", "Pinecone Standard plan pricing"]
 THREE_PARTS = {"premise_analysis": "fine", "sub_questions": [
     {"question": topic, "success_criterion": "stated", "proxy": None, "queries": [topic], "is_premise_check": False}
@@ -60,24 +59,17 @@ class Fakes:
             hits.append(Hit(title=path.strip("/"), url=self.web.url(path), snippet="snippet", published=None))
         self.search.hits[:] = hits
 
-    def model_settings(self) -> dict[str, Any]:
-        if self.provider == "openai":
-            return {"model_provider": "openai", "openai_api_key": OPENAI_KEY, "openai_base_url": self.model.base_url,
-                    **OPENAI_MODELS}
-        return {"anthropic_api_key": KEY, "anthropic_base_url": self.model.base_url}
-
     def model_env(self) -> dict[str, str]:
-        """The environment a --live-model replay needs to reach this model."""
+        """The environment that reaches this model (a --live-model replay's, and the recording's settings)."""
         if self.provider == "openai":
-            return {"RESEARCH_MODEL_PROVIDER": "openai", "OPENAI_API_KEY": OPENAI_KEY,
-                    "OPENAI_BASE_URL": self.model.base_url, "RESEARCH_LEAD_MODEL": OPENAI_MODELS["lead_model"],
-                    "RESEARCH_WORKER_MODEL": OPENAI_MODELS["worker_model"]}
+            return openai_env(self.model.base_url, OPENAI_KEY)
         return {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": self.model.base_url}
 
     def settings(self, db: str | Path) -> Settings:
-        return Settings(**self.model_settings(), search_provider="brave",
-                        brave_api_key="brave-key", search_base_url=self.search.base_url,
-                        fetch_allow_raw=self.web.host_port, model_max_retries=0, model_timeout=10, db_path=str(db))
+        return Settings.model_validate({**self.model_env(), "search_provider": "brave", "brave_api_key": "brave-key",
+                                        "search_base_url": self.search.base_url,
+                                        "fetch_allow_raw": self.web.host_port, "model_max_retries": 0,
+                                        "model_timeout": 10, "db_path": str(db)})
 
     def record(self, store: SqlRunStore, question: str, mode: str, **options: Any) -> RunResult:
         settings = self.settings(store_url(store))

@@ -26,7 +26,7 @@ from pipeline.replay.checkpoint import Checkpoint
 from pipeline.replay.tape import without_nonces
 from pipeline.store.sql import REEMITTED, StoreError
 from tests.fakes.anthropic_api import FakeAnthropic, MessagesRequest
-from tests.fakes.openai_api import FakeOpenAI
+from tests.fakes.openai_api import FakeOpenAI, openai_env
 from tests.fakes.research_brain import ResearchBrain
 from tests.fakes.search_apis import FakeSearchApi, Hit
 from tests.fakes.stores import open_test_store
@@ -53,12 +53,10 @@ class World:
 
     def env(self) -> dict[str, str]:
         if isinstance(self.model, FakeOpenAI):  # `resume` takes the provider and model ids from the recording
-            model = {"OPENAI_API_KEY": "sk-openai-resume-test-key", "OPENAI_BASE_URL": self.model.base_url}
-            first = {**model, "RESEARCH_MODEL_PROVIDER": "openai", "RESEARCH_LEAD_MODEL": "gpt-4.1",
-                     "RESEARCH_WORKER_MODEL": "gpt-4.1-mini"}
+            model = openai_env(self.model.base_url, "sk-openai-resume-test-key", choices=not self.started)
         else:
-            first = model = {"ANTHROPIC_API_KEY": "sk-ant-resume-test-key", "ANTHROPIC_BASE_URL": self.model.base_url}
-        return {**os.environ, **(model if self.started else first),
+            model = {"ANTHROPIC_API_KEY": "sk-ant-resume-test-key", "ANTHROPIC_BASE_URL": self.model.base_url}
+        return {**os.environ, **model,
                 "RESEARCH_SEARCH_PROVIDER": "brave", "BRAVE_API_KEY": "brave-key",
                 "RESEARCH_SEARCH_BASE_URL": self.search.base_url, "RESEARCH_FETCH_ALLOW": self.web.host_port,
                 "RESEARCH_DB": self.db, "RESEARCH_MODEL_MAX_RETRIES": "0"}

@@ -56,6 +56,18 @@ from tests.fakes.loopback_api import InjectedFault, InvalidRequest, LoopbackFake
 FaultKind = Literal["status", "malformed_json", "hang", "reset", "cut", "html", "not_chat", "reply"]
 CHAT_PATH = "/v1/chat/completions"
 DEFAULT_MAX_TOKENS = 16_384  # the output limit when a request sets none
+# Model ids in the price table, so a run against the fake needs no RESEARCH_PRICES.
+LEAD_MODEL, WORKER_MODEL = "gpt-4.1", "gpt-4.1-mini"
+
+
+def openai_env(base_url: str, key: str, *, choices: bool = True) -> dict[str, str]:
+    """The environment that points the program at a fake: its key and URL and, with `choices`, the provider and the
+    model ids (a resume or replay takes those from the recording instead)."""
+    env = {"OPENAI_API_KEY": key, "OPENAI_BASE_URL": base_url}
+    if choices:
+        env |= {"RESEARCH_MODEL_PROVIDER": "openai", "RESEARCH_LEAD_MODEL": LEAD_MODEL,
+                "RESEARCH_WORKER_MODEL": WORKER_MODEL}
+    return env
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
 _ROLES = ("system", "developer", "user", "assistant", "tool")
 _CHOICES = {"auto": {"type": "auto"}, "none": {"type": "none"}, "required": {"type": "any"}}
