@@ -136,6 +136,9 @@ class Settings(BaseSettings):
         if not self.openai_base_url and not (self.openai_api_key and self.openai_api_key.get_secret_value().strip()):
             raise ConfigError("RESEARCH_MODEL_PROVIDER=openai needs OPENAI_API_KEY (for OpenAI itself), or "
                               "OPENAI_BASE_URL pointing at an OpenAI-compatible server such as vLLM or Ollama.")
+        if self.openai_base_url and urlsplit(self.openai_base_url).scheme not in ("http", "https"):
+            raise ConfigError(f"OPENAI_BASE_URL must be an http:// or https:// URL, usually ending in /v1 (for example "
+                              f"http://localhost:11434/v1), not {self.openai_base_url!r}")
         unset = [name for name, field in (("RESEARCH_LEAD_MODEL", "lead_model"),
                                           ("RESEARCH_WORKER_MODEL", "worker_model"))
                  if field not in self.model_fields_set]

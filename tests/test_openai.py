@@ -123,6 +123,7 @@ def test_a_local_model_with_an_explicit_zero_price_costs_nothing_and_an_unpriced
     ({}, "OPENAI_API_KEY"),
     ({"openai_api_key": "sk-x"}, "RESEARCH_LEAD_MODEL and RESEARCH_WORKER_MODEL"),
     ({"openai_api_key": "sk-x", "lead_model": "gpt-4.1"}, "RESEARCH_WORKER_MODEL"),
+    ({"openai_base_url": "localhost:11434/v1", "lead_model": "m", "worker_model": "m"}, "OPENAI_BASE_URL must be"),
 ])
 def test_missing_openai_settings_are_named_before_a_run(fields: dict[str, str], names: str) -> None:
     with pytest.raises(ConfigError, match=names):
