@@ -2,6 +2,8 @@
 
     python benchmarks/corpora/build.py news   [--src ../shared/data/extraction] [--out benchmarks/corpora/news]
     python benchmarks/corpora/build.py pydocs [--deb FILE.deb | --package python3.11-doc] [--out DIR]
+    python benchmarks/corpora/build.py diverse [--src ../shared/data/extraction-diverse] [--out DIR]
+    python benchmarks/corpora/build.py abilities [ABILITY ...]   # abilities/<ability>.json -> webs and suites
 
 Each corpus folder is what pipeline/web/corpus.py reads: `manifest.jsonl` (one JSON object a line,
 `{"url", "path", "content_type", "title"?, "published"?}`, `path` relative to the folder) and the saved
@@ -319,10 +321,28 @@ def main(argv: list[str] | None = None) -> int:
     docs.add_argument("--deb", type=Path, help="a downloaded .deb (default: apt-get download --package)")
     docs.add_argument("--package", default=DOC_PACKAGE)
     docs.add_argument("--out", type=Path, default=HERE / "pydocs")
+    diverse = sub.add_parser("diverse", help="the 47 test pages of Mozilla Readability")
+    diverse.add_argument("--src", type=Path, default=REPO.parent / "shared" / "data" / "extraction-diverse")
+    diverse.add_argument("--out", type=Path, default=HERE / "diverse")
+    four = sub.add_parser("abilities", help="the four-ability suites and their frozen webs, from abilities/*.json")
+    four.add_argument("names", nargs="*", help="abilities to build (default: every spec in abilities/)")
     args = parser.parse_args(argv)
+    if args.corpus == "abilities":
+        from abilities import build_ability  # beside this script
+
+        for spec in sorted((HERE / "abilities").glob("*.json")):
+            if not args.names or spec.stem in args.names:
+                n = build_ability(spec, HERE, REPO / "benchmarks" / "suites")
+                print(f"{spec.stem}: {n} questions -> {HERE / spec.stem}", file=sys.stderr)
+        return 0
     args.out.mkdir(parents=True, exist_ok=True)
     if args.corpus == "news":
         build_news(args.src, args.out)
+    elif args.corpus == "diverse":
+        from diverse import build_diverse  # beside this script
+
+        build_diverse(args.src, args.out, _write_manifest, _fresh_pages_dir)
+        print(f"diverse -> {args.out}", file=sys.stderr)
     else:
         build_pydocs(args.deb, args.package, args.out)
     return 0
