@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pipeline.bench.grade import grade_suite
 from pipeline.bench.saved import SUMMARY, BenchSummary
+from pipeline.bench.summary import grade_suite
 from pipeline.core.event_types import FetchEvent, ModelResponseEvent, SearchEvent, StepEvent
 from pipeline.core.schema import Finding, Plan, Problem, Report, RunOptions, RunResult, Source, SubQuestion, Usage
 from pipeline.store import migrated_database

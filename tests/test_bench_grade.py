@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.bench.grade import Expectation, RunGrade, contains_term, grade_run, grade_suite
+from pipeline.bench.grade import Expectation, RunGrade, contains_term, grade_run
 from pipeline.bench.suite import SuiteError, SuiteQuestion, load_suite
+from pipeline.bench.summary import grade_suite
 from pipeline.core.schema import Calculation, Conflict, Finding, Plan, Report, RunResult, Source, SubQuestion, Usage
 
 PAGE_A = ("Emirates finalized a deal to purchase 30 of Boeing's 787-9 Dreamliner jets on Wednesday. "
@@ -57,7 +58,7 @@ def stored(src: Source) -> str | None:
 
 def q(**kw: object) -> SuiteQuestion:
     base: dict[str, object] = {"id": "q1", "question": "How many 787-9 jets did Emirates order?",
-                               "kind": "single_page"}
+                               "kind": "single_page", "split": "dev"}
     return SuiteQuestion.model_validate(base | kw)
 
 
@@ -259,8 +260,9 @@ def write(tmp_path: Path, data: object) -> Path:
 
 
 SUITE = {"name": "t", "version": "1", "corpus": "news", "questions": [
-    {"id": "a", "question": "How many jets?", "kind": "single_page", "answer_terms": ["30", ["x", "y"]]},
-    {"id": "b", "question": "Who won?", "kind": "unanswerable", "expect_gap": True}]}
+    {"id": "a", "split": "dev", "question": "How many jets?", "kind": "single_page",
+     "answer_terms": ["30", ["x", "y"]]},
+    {"id": "b", "split": "test", "question": "Who won?", "kind": "unanswerable", "expect_gap": True}]}
 
 
 def test_suite_loads(tmp_path: Path) -> None:

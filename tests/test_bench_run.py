@@ -53,9 +53,10 @@ TINY_PAGES = [
      "65 dollars per month."),
 ]
 TINY_QUESTIONS = [
-    {"id": "t1", "question": "What does Qdrant Cloud pricing start at?", "kind": "single_page",
+    {"id": "t1", "split": "dev", "question": "What does Qdrant Cloud pricing start at?", "kind": "single_page",
      "gold_pages": ["https://qdrant.example/pricing"], "answer_terms": ["25 dollars"]},
-    {"id": "t2", "question": "What does Zilliz Cloud pricing for Milvus start at?", "kind": "single_page",
+    {"id": "t2", "split": "test", "question": "What does Zilliz Cloud pricing for Milvus start at?",
+     "kind": "single_page",
      "gold_pages": ["https://milvus.example/pricing"], "answer_terms": ["65 dollars"]},
 ]
 
@@ -293,8 +294,10 @@ def test_fixed_and_tools_against_the_fake_model(tmp_path: Path, corpora: Path, t
         assert rr.bench.models["prompts"] == prompt_version() and rr.bench.corpus == "tiny"
     assert len(fake.requests) == sum(r.usage.model_calls for r in runs.values())
     modes = outcome.summary.summary.modes
-    assert set(modes) == {"fixed", "tools"}
-    for m in modes.values():
+    assert set(modes) == {"fixed", "tools", "baseline"}  # the reference row is computed beside the modes run
+    assert modes["baseline"].model_calls == 0 and len(outcome.summary.baseline) == 2
+    assert set(outcome.summary.summary.splits) == {"dev", "test"}  # t1 is dev, t2 test
+    for m in (modes["fixed"], modes["tools"]):
         assert m.runs == 2 and m.model_calls > 0 and m.input_tokens > 0 and m.output_tokens > 0
         assert m.citation_precision in (1.0, None)  # quotes re-checked against the run store's page text
     assert all(g.quote_failures == [] for g in outcome.summary.grades)

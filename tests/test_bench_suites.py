@@ -104,7 +104,7 @@ def test_every_answer_term_is_in_the_text_of_a_gold_page(path: Path) -> None:
 # --- corpus names: one level below the corpora folder at most, never out of it --------------------------------------
 
 def _suite(corpus: str = "news", question_corpus: str | None = None) -> Suite:
-    q: dict[str, object] = {"id": "q1", "question": "How many?", "kind": "single_page"}
+    q: dict[str, object] = {"id": "q1", "split": "dev", "question": "How many?", "kind": "single_page"}
     if question_corpus is not None:
         q["corpus"] = question_corpus
     return Suite.model_validate({"name": "s", "version": "1", "corpus": corpus, "questions": [q]})
@@ -130,7 +130,8 @@ def test_a_corpus_name_that_could_leave_the_corpora_folder_is_refused(name: str)
 
 def test_a_suite_file_with_a_bad_question_corpus_names_the_question_and_field(tmp_path: Path) -> None:
     raw = {"name": "s", "version": "1", "corpus": "news",
-           "questions": [{"id": "q7", "question": "How many?", "kind": "single_page", "corpus": "../secrets"}]}
+           "questions": [{"id": "q7", "split": "dev", "question": "How many?", "kind": "single_page",
+                          "corpus": "../secrets"}]}
     (tmp_path / "s.json").write_text(json.dumps(raw))
     with pytest.raises(SuiteError, match=r"question 'q7' \(#1\), field 'corpus'"):
         load_suite(tmp_path / "s.json")

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.bench.grade import grade_suite
+from pipeline.bench.baseline import baseline_grades
 from pipeline.bench.pages import PageTexts
 from pipeline.bench.runner import find_suite, grade_saved, saved_runs
 from pipeline.bench.saved import read_summary
+from pipeline.bench.summary import grade_suite
 from pipeline.config import SHIPPED_CORPORA, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,4 +48,8 @@ def test_saved_runs_regrade_to_the_committed_summary(folder: Path, corpora: Path
         assert grade.quote_failures == [], (grade.question_id, grade.quote_failures)
         assert grade.citation_precision in (None, 1.0)
     assert [g.model_dump() for g in grades] == [g.model_dump() for g in committed.grades]
-    assert grade_suite(grades, committed.summary.repeats) == committed.summary
+    # The baseline row is recomputed from the frozen web, never taken from the file.
+    graded = {g.question_id for g in grades}
+    baseline = baseline_grades(suite, [q for q in suite.questions if q.id in graded], corpora, Settings())
+    assert [g.model_dump() for g in baseline] == [g.model_dump() for g in committed.baseline]
+    assert grade_suite([*grades, *baseline], committed.summary.repeats) == committed.summary

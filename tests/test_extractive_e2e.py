@@ -247,7 +247,7 @@ def test_hostile_titles_and_sentences_cannot_escape_the_checks(tmp_path: Path) -
     assert rr.status == "complete", rr.problems
     body = rr.report.markdown.split("\n## Sources\n", 1)[0]
     lines = body.splitlines()
-    assert [ln for ln in lines if ln.startswith("#")] == [lines[0], "## Sources disagree"]
+    assert [ln for ln in lines if ln.startswith("#")] == [lines[0], "### Sources disagree"]  # beside its answer
     assert "\x1b" not in rr.report.markdown and "evil.example" not in body
     assert "\\*new\\*" in body  # emphasis markers from a page are shown, not interpreted
     _checked(rr, corpus)

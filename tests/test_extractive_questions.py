@@ -5,7 +5,6 @@ import pytest
 
 from pipeline.research.extractive.questions import (
     MAX_QUESTION_CHARS,
-    SubQuery,
     content_terms,
     split_question,
     split_question_result,
@@ -118,7 +117,7 @@ def test_empty_input_gives_no_parts(text):
 
 def test_only_stop_words_give_one_part_with_no_queries_for_the_caller_to_name_as_a_gap():
     result = split_question_result("What is it and why would they?")
-    assert result.parts == [SubQuery(question="What is it and why would they?", queries=[])]
+    assert [(p.question, p.queries) for p in result.parts] == [("What is it and why would they?", [])]
     assert result.dropped == []
 
 

@@ -12,7 +12,6 @@ from pipeline.research.extractive.select import (
     PageText,
     Pick,
     SentenceIndex,
-    answer_kinds,
     select_sentences,
     split_sentences,
 )
@@ -147,7 +146,6 @@ def test_numbers_are_preferred_when_the_question_asks_how_many():
                         "About 15,000 teachers attended the Indiana rally, the union said.")]
     picks = select_sentences("How many teachers attended the Indiana rally?", pages, k=1)
     assert [p.text for p in picks] == ["About 15,000 teachers attended the Indiana rally, the union said."]
-    assert answer_kinds("How many teachers attended?") == {"number"}
 
 
 def test_dates_are_preferred_when_the_question_asks_when():
@@ -181,7 +179,7 @@ def test_at_most_two_picks_per_page_by_default():
             "Union leaders spoke to the rally from the Statehouse steps about pay.\n"
             "Police said the Indiana rally at the Statehouse stayed peaceful all day.\n"
             "Teachers at the rally wore red and carried signs around the Indiana Statehouse.")
-    question = "How big was the Indiana teachers rally at the Statehouse?"
+    question = "What happened at the Indiana teachers rally at the Statehouse?"
     assert len(select_sentences(question, [page("S1", text)], k=5)) == 2
     assert len(select_sentences(question, [page("S1", text)], k=5, per_page=4)) == 4
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.bench.grade import Expectation, RunGrade, grade_suite
+from pipeline.bench.grade import Expectation, RunGrade
 from pipeline.bench.saved import SUMMARY, BenchSummary
+from pipeline.bench.summary import grade_suite
 from pipeline.core.schema import (
     BenchInfo,
     BudgetLimits,

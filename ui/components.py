@@ -47,7 +47,7 @@ def share_link(run_id: str) -> str:
 
 def show_report(rr: RunResult, timeline: Timeline, *, key: str = "report",
                 grading: tuple[BenchSummary, RunGrade] | None = None) -> None:
-    """The report of one run, rendered inert, with its suite's grading, checks, evidence, timeline and downloads."""
+    """The report of one run, rendered inert, then its suite's grading, checks, evidence, timeline and downloads."""
     row = summarise(rr, file="", suite="")
     st.title(md_text(report_title(rr)))
     no_model = is_extractive(rr.mode, rr.models)
@@ -70,12 +70,12 @@ def show_report(rr: RunResult, timeline: Timeline, *, key: str = "report",
     else:
         cols[3].metric("Cost", f"${rr.usage.cost_usd:.4f}")
     cols[4].metric("Time", f"{row.seconds:.1f} s")
-    if grading is not None:
-        show_grading(*grading)
 
-    st.html(report_html(rr, title=False))
+    st.html(report_html(rr, title=False))  # the answer first: a reader comes for it, the grading follows
     if notes := notes_html(rr):
         st.html(notes)
+    if grading is not None:
+        show_grading(*grading)
 
     with st.expander(f"All verified findings ({len(rr.findings)})"):
         if rr.findings:
@@ -150,6 +150,14 @@ def show_scoreboard(board: Scoreboard) -> None:
     if not s.grades:
         st.info("No run of this suite has been graded yet.", icon=":material/info:")
         return
+    if board.splits:
+        st.markdown("**Dev and test side by side**")
+        st.caption("Dev questions may be used to tune the selector; test questions are held out: written and "
+                   "committed before any tuning on them, and a change that raises dev but lowers test is rejected "
+                   "(docs/BENCHMARK.md). The baseline is a plain BM25 top-3 sentence selector over every page of "
+                   "the same frozen web, computed and graded by the bench the same way: every mode must beat it.")
+        st.dataframe(pd.DataFrame(board.splits), hide_index=True, width="stretch",
+                     column_config={"metric": st.column_config.TextColumn("mode", width=200)})
     st.markdown("**Modes side by side**")
     st.caption(md_text(board.budget))
     st.dataframe(pd.DataFrame(board.metrics), hide_index=True, width="stretch", row_height=30,

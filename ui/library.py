@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ValidationError
 
-from pipeline.bench.grade import RunGrade
+from pipeline.bench.grade import BASELINE, BASELINE_LABEL, RunGrade
 from pipeline.bench.saved import SUMMARY, BenchSummary, read_summary
 from pipeline.core.schema import BudgetLimits, RunResult
 from pipeline.store.files import RUN_ID, TIMELINE_SUFFIX, read_run_file
@@ -42,7 +42,10 @@ def models_label(mode: str, models: Mapping[str, str]) -> str:
 
 
 def mode_label(mode: str) -> str:
-    """A mode as lists and comparisons name it; the extractive mode says it used no model."""
+    """A mode as lists and comparisons name it; the extractive mode says it used no model; the baseline says what it
+    is (pipeline/bench/baseline.py)."""
+    if mode == BASELINE:
+        return BASELINE_LABEL
     return f"{mode} ({NO_MODEL})" if mode == "extractive" else mode
 
 

@@ -8,11 +8,12 @@ from functools import partial
 
 from pydantic import BaseModel
 
-from pipeline.bench.grade import ModeSummary, RunGrade
+from pipeline.bench.grade import BASELINE, RunGrade
 from pipeline.bench.saved import BenchSummary
+from pipeline.bench.summary import ModeSummary
 from ui.library import NO_MODEL, RunSummary, mode_label
 
-MODE_ORDER = ("fixed", "tools", "extractive")
+MODE_ORDER = ("fixed", "tools", "extractive", BASELINE)
 NOT_MEASURED = "—"
 METRIC = "metric"
 RUN_FAILED = "run failed"
@@ -75,6 +76,7 @@ class Scoreboard(BaseModel):
     summary: BenchSummary
     modes: list[str]
     metrics: list[dict[str, str]]
+    splits: list[dict[str, str]]
     budget: str
     questions: list[QuestionRow]
 
@@ -118,7 +120,35 @@ def scoreboard(key: str, summary: BenchSummary, runs: Sequence[RunSummary]) -> S
     for r in mine:
         by_mode[r.mode].append(r)
     return Scoreboard(key=key, summary=summary, modes=modes, metrics=_metrics(summary, modes, by_mode),
-                      budget=_budget(modes, by_mode), questions=_questions(summary, modes))
+                      splits=split_rows(summary, modes), budget=_budget(modes, by_mode),
+                      questions=_questions(summary, modes))
+
+
+def margin(value: float | None, reference: float | None) -> str:
+    """How far `value` is above the baseline's `reference`, in points ("+21.4 pts"); a dash when either is missing."""
+    if value is None or reference is None:
+        return NOT_MEASURED
+    return f"{100 * (value - reference):+.1f} pts"
+
+
+def split_rows(summary: BenchSummary, modes: list[str]) -> list[dict[str, str]]:
+    """One row per mode (the baseline last): pass rate and answer recall on dev and test, and the margins over the
+    baseline on each split, so the held-out figures stand beside the tuned ones."""
+    rows = []
+    for mode in modes:
+        row = {METRIC: mode_label(mode)}
+        for split, by_mode in summary.summary.splits.items():
+            s, base = by_mode.get(mode), by_mode.get(BASELINE)
+            row[f"{split}: questions"] = str(s.questions) if s else NOT_MEASURED
+            row[f"{split}: pass rate"] = share(s.pass_rate) if s else NOT_MEASURED
+            row[f"{split}: answer recall"] = share(s.answer_recall) if s else NOT_MEASURED
+            if mode != BASELINE:
+                row[f"{split}: answer recall over the baseline"] = (
+                    margin(s.answer_recall, base.answer_recall) if s and base else NOT_MEASURED)
+            else:
+                row[f"{split}: answer recall over the baseline"] = ""
+        rows.append(row)
+    return rows
 
 
 def _metrics(summary: BenchSummary, modes: list[str], runs: dict[str, list[RunSummary]]) -> list[dict[str, str]]:
@@ -129,7 +159,7 @@ def _metrics(summary: BenchSummary, modes: list[str], runs: dict[str, list[RunSu
     rows: list[tuple[str, dict[str, str]]] = [
         ("lead model", {m: _models(m, [r.lead_model for r in runs[m]]) for m in modes}),
         ("worker model", {m: _models(m, [r.worker_model for r in runs[m]]) for m in modes}),
-        ("dates (UTC)", {m: _dates(runs[m]) for m in modes}),
+        ("dates (UTC)", {m: summary.graded_at[:10] if m == BASELINE else _dates(runs[m]) for m in modes}),
     ]
 
     def add(name: str, value: Callable[[ModeSummary], str]) -> None:
@@ -141,6 +171,11 @@ def _metrics(summary: BenchSummary, modes: list[str], runs: dict[str, list[RunSu
     add("citation precision", lambda s: share(s.citation_precision))
     add("gold-page recall", lambda s: share(s.gold_page_recall))
     add("answer recall", lambda s: share(s.answer_recall))
+    if (base := summary.summary.modes.get(BASELINE)) is not None:
+        rows.append(("pass rate over the baseline", {m: "" if m == BASELINE else margin(
+            summary.summary.modes[m].pass_rate, base.pass_rate) for m in modes}))
+        rows.append(("answer recall over the baseline", {m: "" if m == BASELINE else margin(
+            summary.summary.modes[m].answer_recall, base.answer_recall) for m in modes}))
     for name in expectations:
         add(f"expectation: {name}", partial(_expectation, name=name, k=k))
     add("sentences cited", lambda s: share(s.sentences_cited))
@@ -163,6 +198,8 @@ def _expectation(s: ModeSummary, name: str, k: int) -> str:
 
 
 def _models(mode: str, ids: list[str]) -> str:
+    if mode == BASELINE:
+        return "none: Okapi BM25 over every page of the frozen web"
     if mode == "extractive":
         return NO_MODEL
     return ", ".join(sorted({i for i in ids if i})) or "unknown"
@@ -195,6 +232,11 @@ def _questions(summary: BenchSummary, modes: list[str]) -> list[QuestionRow]:
     cells: dict[tuple[str, int], dict[str, Verdict]] = defaultdict(dict)
     for g in summary.grades:
         cells[(g.question_id, g.repeat)].setdefault(g.mode, verdict(g))
+    repeats = sorted({r for _q, r in cells}) or [1]
+    for g in summary.baseline:  # computed once, shown beside every repeat; it has no report to open
+        for r in repeats:
+            if (g.question_id, r) in cells:
+                cells[(g.question_id, r)][BASELINE] = verdict(g).model_copy(update={"run_id": ""})
     keys = sorted(cells, key=lambda qr: (order.get(qr[0], len(order)), qr[0], qr[1]))
     return [QuestionRow(question_id=q, question=summary.questions.get(q, ""), repeat=r,
                         verdicts={m: cells[(q, r)][m] for m in modes if m in cells[(q, r)]}) for q, r in keys]

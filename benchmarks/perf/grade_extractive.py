@@ -8,8 +8,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.bench.grade import RunGrade, grade_run, grade_suite  # noqa: E402
+from pipeline.bench.grade import RunGrade, grade_run  # noqa: E402
 from pipeline.bench.suite import load_suite  # noqa: E402
+from pipeline.bench.summary import grade_suite  # noqa: E402
 from pipeline.config import Settings  # noqa: E402
 from pipeline.core.schema import RunOptions, Source  # noqa: E402
 from pipeline.research.orchestrator import research  # noqa: E402

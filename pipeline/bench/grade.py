@@ -3,15 +3,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections import defaultdict
 from collections.abc import Callable, Sequence
-from statistics import fmean
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.bench.suite import SuiteQuestion
+from pipeline.bench.suite import Split, SuiteQuestion
 from pipeline.core.ids import CALCULATION, CITATION, FINDING, GAP
-from pipeline.core.schema import Finding, Mode, RunResult, RunStatus, Source
+from pipeline.core.schema import Finding, RunResult, RunStatus, Source
 from pipeline.core.urls import url_key
 from pipeline.research.steps.checks import cited_ids, numbers_in, sentences
 
@@ -21,6 +20,10 @@ _FOLD = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"
                        "\u2212": "-", "\u00a0": " ", "\u00ad": None})
 
 PageText = Callable[[Source], str | None]
+BASELINE: Literal["baseline"] = "baseline"
+BASELINE_LABEL = "baseline (BM25 top 3)"
+# What a grade is of: a run of one of the modes, or the reference baseline computed by the bench (bench/baseline.py).
+Graded = Literal["extractive", "fixed", "tools", "baseline"]
 
 
 class _Model(BaseModel):
@@ -39,9 +42,10 @@ class RunGrade(_Model):
     """What code can check of one run; a share is None when there was nothing to measure it on."""
 
     question_id: str
-    mode: Mode
+    mode: Graded
     run_id: str
     repeat: int = 0
+    split: Split = "dev"
     status: RunStatus
     citation_precision: float | None = None
     quotes_checked: int = 0
@@ -60,35 +64,6 @@ class RunGrade(_Model):
 
     def failed(self) -> list[str]:
         return [e.name for e in self.expectations if not e.passed]
-
-
-class ModeSummary(_Model):
-    """The runs of one mode: means of the measured shares, pass rate, and pass^k per expectation."""
-
-    mode: Mode
-    runs: int
-    questions: int
-    repeats: int
-    citation_precision: float | None = None
-    gold_page_recall: float | None = None
-    answer_recall: float | None = None
-    sentences_cited: float | None = None
-    numbers_in_quotes: float | None = None
-    pass_rate: float | None = None
-    pass_k: float | None = Field(None, description="Share of questions whose every repeat passes every expectation.")
-    expectation_rate: dict[str, float] = Field(default_factory=dict)
-    expectation_pass_k: dict[str, float] = Field(default_factory=dict)
-    cost_usd: float = 0.0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    model_calls: int = 0
-    wall_seconds_mean: float | None = None
-    failed_questions: dict[str, list[str]] = Field(default_factory=dict)
-
-
-class SuiteSummary(_Model):
-    repeats: int
-    modes: dict[str, ModeSummary] = Field(default_factory=dict)
 
 
 def normalise(text: str) -> str:
@@ -130,7 +105,7 @@ def check_quotes(findings: Sequence[Finding], sources: Sequence[Source], page_te
 
 
 def grade_run(question: SuiteQuestion, result: RunResult, page_text: PageText, *, repeat: int = 0,
-              max_sub_questions: int | None = None) -> RunGrade:
+              max_sub_questions: int | None = None, mode: Graded | None = None) -> RunGrade:
     """Grade `result` against `question`; page_text(source) is the source's stored text (run store or corpus)."""
     report_sentences = sentences(result.report.markdown)
     cited = {i for s in report_sentences for i in cited_ids(s)}
@@ -153,8 +128,14 @@ def grade_run(question: SuiteQuestion, result: RunResult, page_text: PageText, *
         expectations.append(Expectation(name="citations_verified", passed=not failures, detail="; ".join(failures)))
     if question.expect_gap:
         expectations.append(_gap_named(question, result, report_sentences, cited))
+    if question.expect_nothing_stated:
+        stated = sorted(f.id for f in cited_findings)
+        expectations.append(Expectation(name="nothing_stated", passed=not stated,
+                                        detail=f"cites {stated}" if stated else "no finding cited"))
     if question.expect_conflict:
         expectations.append(_conflict_shown(question.expect_conflict, result))
+    if question.wrong_answers:
+        expectations.append(_wrong_not_silent(question, cited_findings, result))
     if question.expect_premise_check:
         checks = [q.id for q in (result.plan.sub_questions if result.plan else []) if q.is_premise_check]
         expectations.append(Expectation(name="premise_checked", passed=bool(checks),
@@ -178,7 +159,8 @@ def grade_run(question: SuiteQuestion, result: RunResult, page_text: PageText, *
     fetched = {url_key(u) for s in result.sources for u in (s.url, s.final_url)}
     u = result.usage
     return RunGrade(
-        question_id=question.id, mode=result.mode, run_id=result.run_id, repeat=repeat, status=result.status,
+        question_id=question.id, mode=mode or result.mode, run_id=result.run_id, repeat=repeat,
+        split=question.split, status=result.status,
         citation_precision=(1 - len(failures) / len(cited_findings)) if cited_findings else None,
         quotes_checked=len(cited_findings), quote_failures=failures,
         gold_page_recall=len(gold & fetched) / len(gold) if gold else None,
@@ -259,60 +241,23 @@ def _conflict_shown(values: list[str], result: RunResult) -> Expectation:
                        detail=f"no reported conflict ({len(result.report.conflicts)}) shows all of {values}")
 
 
+def _wrong_not_silent(question: SuiteQuestion, cited: Sequence[Finding], result: RunResult) -> Expectation:
+    """A cited quote that states a wrong answer sits in a reported conflict beside a finding stating another value."""
+    wrong = [t for group in question.wrong_answers for t in group]
+    stating = sorted(f.id for f in cited if any(contains_term(f.quote, t) for t in wrong))
+    if not stating:
+        return Expectation(name="wrong_not_silent", passed=True, detail="no cited quote states a wrong answer")
+    findings = {f.id: f for f in result.findings}
+    for c in result.report.conflicts:
+        sides = [findings[i] for i in c.findings if i in findings]
+        if any(f.id in stating for f in sides) and any(f.id not in stating for f in sides):
+            return Expectation(name="wrong_not_silent", passed=True, detail=f"{stating} shown in conflict {c.findings}")
+    return Expectation(name="wrong_not_silent", passed=False,
+                       detail=f"{stating} state a wrong answer and no reported conflict sets another value beside it")
+
+
 def _distinct(carriers: list[set[int]]) -> bool:
     """Each value can be given its own finding (a matching of values to findings), so one quote is not both sides."""
     def assign(k: int, used: frozenset[int]) -> bool:
         return k == len(carriers) or any(assign(k + 1, used | {j}) for j in carriers[k] - used)
     return assign(0, frozenset())
-
-
-def _mean(values: Sequence[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return round(fmean(present), 4) if present else None
-
-
-def grade_suite(grades: Sequence[RunGrade], repeats: int) -> SuiteSummary:
-    """Per mode: means, pass rate, and pass^k (a question passes^k when each of its `repeats` runs passes)."""
-    by_mode: dict[str, list[RunGrade]] = defaultdict(list)
-    for g in grades:
-        by_mode[g.mode].append(g)
-    summary = SuiteSummary(repeats=repeats)
-    for mode, runs in sorted(by_mode.items()):
-        per_question: dict[str, list[RunGrade]] = defaultdict(list)
-        for g in runs:
-            per_question[g.question_id].append(g)
-        names = sorted({e.name for g in runs for e in g.expectations})
-        rate: dict[str, float] = {}
-        pass_k: dict[str, float] = {}
-        for name in names:
-            verdicts = [e.passed for g in runs for e in g.expectations if e.name == name]
-            rate[name] = round(sum(verdicts) / len(verdicts), 4)
-            holders = [gs for gs in per_question.values() if any(e.name == name for g in gs for e in g.expectations)]
-            pass_k[name] = round(sum(_passes_k(gs, repeats, name) for gs in holders) / len(holders), 4)
-        summary.modes[mode] = ModeSummary(
-            mode=runs[0].mode, runs=len(runs), questions=len(per_question), repeats=repeats,
-            citation_precision=_mean([g.citation_precision for g in runs]),
-            gold_page_recall=_mean([g.gold_page_recall for g in runs]),
-            answer_recall=_mean([g.answer_recall for g in runs]),
-            sentences_cited=_mean([g.sentences_cited for g in runs]),
-            numbers_in_quotes=_mean([g.numbers_in_quotes for g in runs]),
-            pass_rate=_mean([1.0 if g.passed else 0.0 for g in runs]),
-            pass_k=_mean([1.0 if _passes_k(gs, repeats, None) else 0.0 for gs in per_question.values()]),
-            expectation_rate=rate, expectation_pass_k=pass_k,
-            cost_usd=round(sum(g.cost_usd for g in runs), 6), input_tokens=sum(g.input_tokens for g in runs),
-            output_tokens=sum(g.output_tokens for g in runs), model_calls=sum(g.model_calls for g in runs),
-            wall_seconds_mean=_mean([g.wall_seconds for g in runs]),
-            failed_questions={q: sorted({n for g in gs for n in g.failed()} | ({"run_failed"} if any(
-                g.status == "failed" for g in gs) else set())) for q, gs in sorted(per_question.items())
-                if not all(g.passed for g in gs)},
-        )
-    return summary
-
-
-def _passes_k(runs: list[RunGrade], repeats: int, name: str | None) -> bool:
-    """Every one of at least `repeats` runs passes expectation `name` (or, for None, the whole question)."""
-    if len(runs) < repeats:
-        return False
-    if name is None:
-        return all(g.passed for g in runs)
-    return all(any(e.name == name and e.passed for e in g.expectations) for g in runs)

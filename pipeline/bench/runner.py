@@ -18,10 +18,12 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pipeline import __version__
-from pipeline.bench.grade import RunGrade, grade_run, grade_suite
+from pipeline.bench.baseline import baseline_grades
+from pipeline.bench.grade import RunGrade, grade_run
 from pipeline.bench.pages import PageTexts
 from pipeline.bench.saved import SUMMARY, BenchSummary, read_summary
 from pipeline.bench.suite import LIVE, Suite, SuiteError, load_suite
+from pipeline.bench.summary import grade_suite
 from pipeline.config import SHIPPED_CORPORA, ConfigError, Settings
 from pipeline.core.schema import BenchInfo, BudgetLimits, Mode, Problem, RunOptions, RunResult, RunStatus
 from pipeline.research.orchestrator import new_run_id, research, run_models
@@ -361,6 +363,8 @@ def write_summary(suite: Suite, folder: Path, settings: Settings, corpora: Path,
         grades = grade_saved(suite, saved, pages)
     finally:
         pages.close()
+    graded = {g.question_id for g in grades}
+    baseline = baseline_grades(suite, [q for q in suite.questions if q.id in graded], corpora, settings)
     k = max([repeats, *(g.repeat for g in grades)])
     planned = plan_runs(suite, list(modes) if modes else sorted({key.mode for key in saved}, key=_ORDER.__getitem__), k)
     previous = read_summary(folder)
@@ -370,7 +374,8 @@ def write_summary(suite: Suite, folder: Path, settings: Settings, corpora: Path,
     summary = BenchSummary(
         suite=suite.name, version=suite.version, corpus=suite.corpus, description=suite.description,
         graded_at=_now(), code_version=__version__, git_commit=git_commit(), stopped=stopped,
-        questions={q.id: q.question for q in suite.questions}, grades=grades, summary=grade_suite(grades, k))
+        questions={q.id: q.question for q in suite.questions}, grades=grades, baseline=baseline,
+        summary=grade_suite([*grades, *baseline], k))
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{SUMMARY}.{os.getpid()}.tmp"
     tmp.write_text(summary.model_dump_json(indent=1), encoding="utf-8")

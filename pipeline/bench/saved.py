@@ -5,7 +5,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipeline.bench.grade import RunGrade, SuiteSummary
+from pipeline.bench.grade import RunGrade
+from pipeline.bench.summary import SuiteSummary
 
 SUMMARY = "summary.json"
 
@@ -25,6 +26,8 @@ class BenchSummary(BaseModel):
     stopped: str | None = Field(None, description="Why the bench stopped before every run was made, if it did.")
     questions: dict[str, str] = Field(default_factory=dict, description="Question id -> question text.")
     grades: list[RunGrade] = Field(default_factory=list)
+    baseline: list[RunGrade] = Field(default_factory=list, description=(
+        "The BM25 top-3 baseline's grade per question (bench/baseline.py), computed from the frozen web."))
     summary: SuiteSummary
 
 

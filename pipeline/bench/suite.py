@@ -12,6 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 _SEGMENT = r"[A-Za-z0-9_-][A-Za-z0-9_.-]*"
 CORPUS_NAME = rf"^{_SEGMENT}(?:/{_SEGMENT})?$"
 
+Split = Literal["dev", "test"]
 QuestionKind = Literal["single_page", "two_page", "unanswerable", "conflict", "premise", "proxy", "calculation",
                        "many_parts", "outage", "paywall", "injection"]
 LIVE = "live"
@@ -33,14 +34,21 @@ class SuiteQuestion(_Strict):
     """One question and what a correct run shows; an expectation left at its default is not graded."""
 
     id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    split: Split = Field(description=(
+        "dev: may be used to tune the selector; test: held out, written and committed before any tuning on it "
+        "(docs/BENCHMARK.md)."))
     question: str = Field(min_length=3)
     kind: QuestionKind
     gold_pages: list[str] = Field(default_factory=list, description="URLs of the pages that answer it.")
     answer_terms: list[TermGroup] = Field(
         default_factory=list, description="Every group must be quoted by a cited finding (any one of its strings).")
     expect_gap: bool = Field(False, description="Unanswerable: a gap is named and no figure is stated.")
+    expect_nothing_stated: bool = Field(False, description=(
+        "Negative rejection: besides the gap, the report cites no finding at all (the pages are near misses)."))
     expect_conflict: list[str] = Field(default_factory=list,
                                        description="The values on each side of a conflict the report must show.")
+    wrong_answers: list[TermGroup] = Field(default_factory=list, description=(
+        "Values a misleading source states: a cited quote carrying one must sit in a reported conflict."))
     expect_premise_check: bool = False
     expect_proxy: bool = False
     expect_calculation: bool = False
@@ -65,6 +73,8 @@ class SuiteQuestion(_Strict):
             raise ValueError("a question that expects a gap cannot have answer_terms")
         if self.kind == "conflict" and len(self.expect_conflict) < 2:
             raise ValueError("a conflict question must give at least two values in expect_conflict")
+        if self.expect_nothing_stated and not self.expect_gap:
+            raise ValueError("expect_nothing_stated needs expect_gap: the report names the gap instead")
         return self
 
 

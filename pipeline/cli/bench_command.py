@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 from pipeline.bench import runner
-from pipeline.bench.grade import ModeSummary
+from pipeline.bench.grade import BASELINE, BASELINE_LABEL
 from pipeline.bench.runner import MODES, BenchConfig, RunLine
 from pipeline.bench.saved import SUMMARY, BenchSummary
 from pipeline.bench.suite import SuiteError
+from pipeline.bench.summary import ModeSummary
 from pipeline.cli.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, require_run_access
 from pipeline.config import SHIPPED_CORPORA, ConfigError, Settings
 from pipeline.core.schema import Mode
@@ -125,19 +126,32 @@ def _share(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def mode_line(m: ModeSummary) -> str:
-    """One mode's figures on one line."""
-    return (f"{m.mode}: {m.runs} runs of {m.questions} questions, pass {_share(m.pass_rate)} (pass^{m.repeats} "
+def mode_line(m: ModeSummary, baseline: ModeSummary | None = None) -> str:
+    """One mode's figures on one line; with the baseline's, the margins over it."""
+    margin = ""
+    if baseline is not None and m.mode != BASELINE:
+        margin = (f" [over the baseline: pass {_margin(m.pass_rate, baseline.pass_rate)}, answer recall "
+                  f"{_margin(m.answer_recall, baseline.answer_recall)}]")
+    name = BASELINE_LABEL if m.mode == BASELINE else m.mode
+    return (f"{name}: {m.runs} runs of {m.questions} questions, pass {_share(m.pass_rate)} (pass^{m.repeats} "
             f"{_share(m.pass_k)}), citation precision {_share(m.citation_precision)}, gold-page recall "
             f"{_share(m.gold_page_recall)}, answer recall {_share(m.answer_recall)}, ${m.cost_usd:.4f}, "
             f"{m.input_tokens + m.output_tokens:,} tokens, {m.model_calls} model calls, "
-            f"{m.wall_seconds_mean or 0:.1f} s per run")
+            f"{m.wall_seconds_mean or 0:.1f} s per run{margin}")
+
+
+def _margin(value: float | None, reference: float | None) -> str:
+    return "n/a" if value is None or reference is None else f"{value - reference:+.2f}"
 
 
 def print_figures(summary: BenchSummary, folder: Path) -> None:
     """The per-mode figures on stdout, and where the summary is."""
     print(f"suite {summary.suite} v{summary.version}: {len(summary.grades)} saved runs graded; {folder / SUMMARY}")
-    for m in summary.summary.modes.values():
-        print("  " + mode_line(m))
+    parts = [("all questions", summary.summary.modes)] + [
+        (f"{split} split", modes) for split, modes in summary.summary.splits.items()]
+    for title, modes in parts:
+        print(f"  {title}:")
+        for m in modes.values():
+            print("    " + mode_line(m, modes.get(BASELINE)))
     if summary.stopped:
         print(f"  stopped: {summary.stopped}")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -130,12 +131,24 @@ def check_json_path(json_path: str | None) -> None:
                           "file path") from None
 
 
+_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~])")
+_EMPHASIS_LINE = re.compile(r"^_(.+)_$")
+
+
+def terminal_text(markdown: str) -> str:
+    """The report as a person reads it on a terminal: Markdown escapes removed ("\\(VIPER\\)" -> "(VIPER)"), a line in
+    emphasis shown plain; headings, lists and citations stay as written. Only for display: --json and exports keep
+    the Markdown."""
+    lines = [_EMPHASIS_LINE.sub(r"\1", line) for line in markdown.splitlines()]
+    return _ESCAPE.sub(r"\1", "\n".join(lines)) + ("\n" if markdown.endswith("\n") else "")
+
+
 def print_outcome(result: RunResult, json_path: str | None, verb: str = "") -> int:
     """The report on stdout, problems and a one-line summary on stderr, the JSON to `json_path`; the exit code.
 
     The report is printed first, so a JSON file that cannot be written loses nothing (exit 1, one line on it).
     """
-    print(result.report.markdown, flush=True)
+    print(terminal_text(result.report.markdown) if sys.stdout.isatty() else result.report.markdown, flush=True)
     for p in result.problems:
         print(f"research: problem ({p.kind}): {p.message}", file=sys.stderr)
     written = False

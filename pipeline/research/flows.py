@@ -11,9 +11,15 @@ from pipeline.models.base import LLMError
 from pipeline.research.context import RunContext
 from pipeline.research.steps.analyse import Analysis, analyse, judge_support, propose_findings
 from pipeline.research.steps.checks import Evidence, check_report
-from pipeline.research.steps.extractive import extractive_report, figure_conflicts, plan_by_code, select_findings
+from pipeline.research.steps.extractive import (
+    extractive_report,
+    plan_by_code,
+    select_findings,
+    typed_conflicts,
+    weak_parts,
+)
 from pipeline.research.steps.plan import make_plan
-from pipeline.research.steps.research import research_fixed
+from pipeline.research.steps.research import FixedResearch, research_fixed
 from pipeline.research.steps.review import final_report, write_and_review
 from pipeline.research.steps.worker import research_tools
 from pipeline.research.steps.write import NOT_RESEARCHED, no_evidence_report
@@ -114,18 +120,30 @@ def _tools_refused(ctx: RunContext) -> Problem | None:
 
 def extractive_flow(question: str, ctx: RunContext, options: RunOptions, step: Step, so_far: SoFar,
                     tally: Tally) -> None:
-    """plan by code -> fixed research -> sentences selected by code -> analyse -> template -> checks in code."""
+    """plan by code -> fixed research -> more pages for the parts whose answer is weak -> sentences selected by code
+    -> analyse -> template -> checks in code."""
     so_far.plan = plan = step("plan", lambda: plan_by_code(question))
-    step("research", lambda: research_fixed(plan, ctx, options))
+    gathering: list[FixedResearch] = []  # the researcher, kept to read more pages later (a step's output is data)
+    step("research", lambda: _gathered(plan, ctx, options, gathering))
     so_far.problems += _outage_problem(tally)
-    so_far.problems += step("analyse", lambda: select_findings(plan, ctx))
+    if weak := weak_parts(question, plan, ctx):  # reading costs no model call: read on where the answer is weak
+        step("read_more", lambda: gathering[0].read_more(weak))
+    so_far.problems += step("analyse", lambda: select_findings(question, plan, ctx))
     analysis = analyse(plan, ctx)
     sources = ctx.notebook.sources()
-    so_far.analysis = analysis = analysis.model_copy(update={"conflicts": analysis.conflicts + figure_conflicts(
-        plan, analysis.findings, sources, analysis.conflicts)})
+    so_far.analysis = analysis = analysis.model_copy(update={"conflicts": analysis.conflicts + typed_conflicts(
+        question, plan, analysis.findings, sources, analysis.conflicts)})
     so_far.problems += analysis.problems
     evidence = _evidence(question, plan, analysis, ctx)
     body = step("write", lambda: extractive_report(question, plan, evidence, analysis.conflicts))
     so_far.problems += step("review", lambda: check_report(body, evidence))
     markdown = final_report(body, evidence) if analysis.findings else _with_unread_note(body, ctx, tally)
     so_far.report = Report(markdown=markdown, gaps=evidence.gaps, conflicts=analysis.conflicts)
+
+
+def _gathered(plan: Plan, ctx: RunContext, options: RunOptions, keep: list[FixedResearch]) -> dict[str, list[str]]:
+    """Each sub-question's top results, fetched and registered (the sources by sub-question); the researcher is
+    appended to `keep`."""
+    keep.append(FixedResearch(plan, ctx, options))
+    keep[0].fetch(options.pages_per_sub_question)
+    return keep[0].finish()

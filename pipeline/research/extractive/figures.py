@@ -8,8 +8,32 @@ from __future__ import annotations
 
 import re
 
-from pipeline.research.extractive.select import AGE, answer_kinds
 from pipeline.research.extractive.terms import content_terms, terms_of
+
+# What a question asks for, by its wording: "number", "date", "age" or "name".
+_KINDS = (
+    ("age", re.compile(r"\bhow old\b|\b(?:what|which) age\b|\bage of\b|\b(?:his|her|their|its) age\b", re.I)),
+    ("number", re.compile(r"\bhow (?:many|much|long|far|big|large|tall|high|often|fast|heavy)\b|\bpercent|"
+                          r"\bper ?cent\b|\bnumber of\b|\bwhat (?:share|proportion|fraction|amount|price|rate|"
+                          r"percentage|age|score)\b|\bcost\b|\bprice\b|\bwhat (?:was|is|were|are) (?:the|its|their) "
+                          r"(?:\w+ )?(?:cost|price|total|amount|figure|value|rate|score|population|budget|speed|range|"
+                          r"size|weight|height|length|capacity|age|revenue|profit|salary|distance|share|valuation)\b",
+                          re.I)),
+    ("date", re.compile(r"\bwhen\b|\bwhat (?:year|date|day|month|time)\b|\bwhich (?:year|date|day|month)\b|"
+                        r"\bsince when\b|\bhow long ago\b|\bin what year\b|\bdate\b", re.I)),
+    ("name", re.compile(r"\bwho(?:m|se)?\b|\bwhich (?:company|companies|person|people|team|country|firm|city|state|"
+                        r"player|brand|group|organi[sz]ation|agency|version|model|product)\b|\bwhere\b|\bwhat "
+                        r"(?:company|country|city|team|brand|name|firm|version)\b|\bnamed?\b", re.I)),
+)
+# "48-year-old", "aged 55", "Patrick W. Carlineo Jr., 55," (an age after a name)
+AGE = re.compile(r"\b\d{1,3}[- ]years?[- ]old\b|\baged? \d{1,3}\b|[A-Z][\w.'’-]+, \d{1,3},")
+
+
+def answer_kinds(question: str) -> set[str]:
+    """What the question asks for: "number" (how many, how much, percent...), "date" (when, what year...),
+    "age" (how old), "name" (who, which company, where...); empty when none of these."""
+    return {kind for kind, pattern in _KINDS if pattern.search(question)}
+
 
 WINDOW = 3  # content words either side of a figure that tie it to the question
 _FIGURE = re.compile(r"(?<![\w.])[$€£]?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent|per cent|million|billion|trillion|"

@@ -1,10 +1,18 @@
-"""Split a question into at most `max_parts` sub-questions with 2-3 search queries each, in code (no model)."""
+"""Split a question into at most `max_parts` parts, each a sub-question with its analysis (analysis.py) and 2-3
+search queries, in code (no model).
+
+A part is a question of its own: another sentence that asks, or a clause after "and", ";" or a comma that opens a
+question ("..., and when did it ...", "... and in which year ...", "When and where ..."). Appositives, relative and
+subordinate clauses ("Patrick Carlineo Jr., who ...", "after ...", "according to ...") stay inside their part as
+constraints. A statement ("I read that X ...") is context for the parts after it, never a part.
+"""
 from __future__ import annotations
 
 import re
 
 from pydantic import BaseModel, Field
 
+from .analysis import Part, analyse_part
 from .terms import ABBREVIATIONS, QUESTION_WORDS, STOP_WORDS, content_terms, strip_request, word_list
 
 __all__ = ["SubQuery", "SplitResult", "split_question", "split_question_result", "content_terms",
@@ -19,18 +27,27 @@ _AUXILIARIES = frozenset(word_list("""
     is are was were do does did can could will would should has have had may might must
 """))
 _CLAUSE_OPENERS = QUESTION_WORDS | _AUXILIARIES  # "... and how much does it cost?", "... and did it ...?"
+_WH_WORD = re.compile(r"\b(?:what|which|when|where|why|how|whom)\b", re.I)
+_CONDITION = re.compile(r"^\s*(?:if|suppose|supposing|assuming|given)\b", re.I)
+# After a comma, only these wh-words open a question of their own ("..., when did it ..."): "who", "which" and
+# "that" after a comma open a relative clause ("Patrick Carlineo Jr., who ...").
+_COMMA_OPENERS = frozenset(["what", "when", "where", "why", "how"])
 _PRONOUNS = frozenset(word_list("""
-    it its they them their this that these those he she his her him
-"""))
+    it its they them their that these those he she his her him
+"""))  # not "this": "this year's" leans on nothing
 _NO_LIST = re.compile(r"\b(?:compare[ds]?|comparison|versus|vs|differ\w*|between|both|together|combined|total|"
                       r"sum|ratio|relationship)\b", re.I)
 _QUESTION_MARKS = "?？؟"
 _ENDS = _QUESTION_MARKS + "!;。！"
 _HARD_END = re.compile(r"[?？؟!;。！]+|\n+")
-_STOP_THEN_CAPITAL = re.compile(r"\.\s+(?=[\"“¿¡(]?[A-Z])")
+_STOP_THEN_CAPITAL = re.compile(r"\.[\"'”’)]*\s+(?=[\"“¿¡(]?[A-Z])")
 # "and"/";" before a clause, or a comma before a question word: the right side may be a question of its own.
-_JOIN = re.compile(r",?\s+(?:and(?:\s+also)?|as\s+well\s+as|plus)\s+(?=(?P<a>\w+))|;\s*(?=(?P<b>\w+))"
-                   r"|,\s+(?=(?P<c>who|what|when|where|why|how|which)\b)", re.I)
+_JOIN = re.compile(r",?\s+(?:and(?:\s+also)?|as\s+well\s+as|plus|but)\s+(?=(?P<a>\w+)(?:\s+(?P<a2>\w+))?"
+                   r"(?:\s+(?P<a3>\w+))?)"
+                   r"|;\s*(?=(?P<b>\w+))|,\s+(?=(?P<c>what|when|where|why|how)\b(?:\s+(?P<c2>\w+))?)", re.I)
+# "When and where was X born?": two wh-words sharing the rest of the question.
+_TWO_WH = re.compile(r"^\s*(?P<a>who|what|when|where|why|how|which)\s+(?:and|or|&)\s+"
+                     r"(?P<b>who|what|when|where|why|how|which)\b(?P<rest>.*)$", re.I | re.S)
 _LIST_SEP = re.compile(r",\s+(?:(?:and|or)\s+)?|\s+(?:and|or)\s+", re.I)
 _WORD = re.compile(r"[\w'’.-]+")
 _ENTITY = re.compile(r"\b(?:[A-Z][\w'’.-]*|\d[\d.,%]*\w*)(?:\s+(?:[A-Z][\w'’.-]*|\d[\d.,%]*|(?:of|de|la|von|van)\b))*")
@@ -38,10 +55,11 @@ _QUOTED = re.compile(r"[\"“”«»](?P<q>[^\"“”«»]{2,80})[\"“”«»]"
 
 
 class SubQuery(BaseModel):
-    """One sub-question and the search queries that research it (empty when it has no content words)."""
+    """One sub-question, the search queries that research it (empty when it has no content words), its analysis."""
 
     question: str
     queries: list[str] = Field(default_factory=list)
+    part: Part | None = Field(None, exclude=True, repr=False)
 
 
 class SplitResult(BaseModel):
@@ -85,13 +103,29 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in sentences if s.strip()]
 
 
+def _opens_question(m: re.Match[str]) -> bool:
+    """Whether the clause after the join `m` asks a question of its own: a wh-word, a preposition and a wh-word ("in
+    which year"), an auxiliary ("did it ..."); after a bare comma only what/when/where/why/how with an auxiliary or
+    "much"/"many" next ("..., when did it ..."), never a relative clause ("..., who ...", "..., when he was ...")."""
+    if m.group("b"):
+        return True
+    first = (m.group("a") or m.group("c") or "").lower()
+    second = (m.group("a2") or m.group("c2") or "").lower()
+    if m.group("c"):
+        return second in _AUXILIARIES or first == "how" or (first == "what" and second not in _PRONOUNS)
+    third = (m.group("a3") or "").lower()
+    return first in _CLAUSE_OPENERS or second in QUESTION_WORDS or third in QUESTION_WORDS and first != "the"
+
+
 def _clauses(sentence: str) -> list[str]:
-    """`sentence` split at "and"/";"/", who..." where the right side opens a clause of its own with content."""
+    """`sentence` split where a clause that asks a question of its own starts (see _opens_question)."""
+    both = _TWO_WH.match(sentence)
+    if both:  # "When and where was X born?" -> "When was X born?", "Where was X born?"
+        rest = both.group("rest")
+        return [f"{both.group('a')}{rest}", f"{both.group('b')}{rest}"]
     out, start = [], 0
     for m in _JOIN.finditer(sentence):
-        word = (m.group("a") or m.group("b") or m.group("c") or "").lower()
-        opens = word in _CLAUSE_OPENERS if m.group("a") else (True if m.group("b") else word in QUESTION_WORDS)
-        if opens and content_terms(sentence[start:m.start()]) and content_terms(sentence[m.end():]):
+        if m.start() > start and _opens_question(m) and content_terms(sentence[start:m.start()]):
             out.append(sentence[start:m.start()])
             start = m.end()
     out.append(sentence[start:])
@@ -136,6 +170,8 @@ def _expand_list(clause: str) -> list[str]:
         items = [clause[first_start:run[0].start()], *middles, clause[run[-1].end():last_end]]
         if not content_terms(head + tail) or not all(content_terms(it) for it in items):
             continue
+        if any(it.split()[0].lower() in STOP_WORDS for it in items) or len({it[:1].isupper() for it in items}) > 1:
+            continue  # "the series, the one Fargo and Legion ..." is an appositive, not a list of like items
         return [f"{head}{item.strip()}{tail}" for item in items]
     return [clause]
 
@@ -171,14 +207,14 @@ def _leans(question: str, terms: list[str]) -> bool:
     return bool({w.lower() for w in re.findall(r"\w+", question)} & _PRONOUNS) or len(terms) < 2
 
 
-def _queries(question: str, topic: list[str]) -> list[str]:
-    """The question itself, its content words (plus the topic's, the last self-contained part's words,
-    when it leans on it), and its names/numbers when it has some: 2-3 distinct queries (1 when the
-    question is a single word)."""
+def _queries(question: str, inherited: list[str]) -> list[str]:
+    """The question itself, its content words (plus `inherited`: the topic of the part it leans on and the words of
+    statements before it), and its names/numbers when it has some: 2-3 distinct queries (1 when the question is a
+    single word)."""
     terms = content_terms(strip_request(question))
     if not terms:
         return []
-    extra = [t for t in topic if t not in terms] if _leans(question, terms) else []
+    extra = [t for t in dict.fromkeys(inherited) if t not in terms]
     queries = [question[:MAX_QUERY_CHARS].strip(), " ".join((terms + extra)[:MAX_QUERY_TERMS])]
     ents = _entities(question)
     if ents:
@@ -192,30 +228,52 @@ def _queries(question: str, topic: list[str]) -> list[str]:
     return out[:3]
 
 
-def _pieces(text: str) -> list[tuple[str, bool]]:
-    """(piece, is_question) for each sentence of `text`, then each clause and list item; at most MAX_PIECES."""
-    out: list[tuple[str, bool]] = []
-    for sentence in _sentences(text):
-        ask = sentence[-1] in _QUESTION_MARKS or strip_request(sentence).split(" ", 1)[0].lower() in _CLAUSE_OPENERS
-        for clause in _clauses(sentence):
+def _asks(sentence: str) -> bool:
+    """A question or a request ("Tell me ...", "List ..."), not a statement giving context ("If I call ...")."""
+    if _CONDITION.match(sentence) and not sentence.rstrip().endswith("?"):
+        return False
+    asked = strip_request(sentence)
+    first = asked.split(" ", 1)[0].lower().strip("¿¡\"“(")
+    return (sentence.rstrip()[-1:] in _QUESTION_MARKS or asked != sentence or first in _CLAUSE_OPENERS
+            or bool(_TWO_WH.match(asked)) or bool(_WH_WORD.search(asked)))
+
+
+def _pieces(text: str) -> list[tuple[str, str]]:
+    """(piece, kind) for each part of `text`: "ask" for a clause that asks, "context" for a statement; at most
+    MAX_PIECES. A text in which nothing asks (keywords, a statement) is one piece that asks."""
+    sentences = _sentences(text)
+    if not any(_asks(s) for s in sentences):
+        sentences, forced = [" ".join(sentences)], True
+    else:
+        forced = False
+    out: list[tuple[str, str]] = []
+    for sentence in sentences:
+        if not forced and not _asks(sentence):
+            out.append((sentence, "context"))
+            continue
+        clauses = _clauses(sentence)
+        for n, clause in enumerate(clauses):
+            if len(clauses) > 1 and not _asks(clause) and (n < len(clauses) - 1 or _CONDITION.match(clause)):
+                out.append((clause, "context"))  # "If I call zip() ..., what ...?", "X has a nickname; what is it?"
+                continue
             for item in _expand_list(clause):
-                out.append((item, ask))
+                out.append((item, "ask"))
                 if len(out) >= MAX_PIECES:
                     return out
     return out
 
 
 def split_question_result(question: str, max_parts: int = 4) -> SplitResult:
-    """Split `question` into at most `max_parts` sub-questions; the rest are listed in `dropped`.
+    """Split `question` into at most `max_parts` parts; the rest are listed in `dropped`.
 
-    Splits at several question marks (and sentence ends, ";"), at "and" when the right side opens a clause
-    of its own ("Who founded X and when did it go public?"), and at lists of three or more short items ("the
-    revenue, profit and staff of X"). Each sub-question gets 2-3 queries (see _queries).
-    Empty input, or input without a single letter or digit, gives no parts. Input with no content words at
-    all (only stop words) gives one part, the question itself, with no queries: nothing to search, the caller
-    names it as a gap. Fragments without content words ("Thanks!") are dropped silently when other parts have
-    content. Questions over MAX_QUESTION_CHARS are cut at a sentence or word boundary (`truncated`); work is
-    bounded by MAX_PIECES.
+    Parts are the sentences that ask and, inside them, the clauses that ask a question of their own and the items
+    of a list of three or more ("the revenue, profit and staff of X"); statements are context. A part that leans on
+    an earlier one (a pronoun, an elliptical "and why?") takes that part's terms as context, and an elliptical part
+    is shown with the part it completes ("Why? (What did X say)"). Each part gets 2-3 queries (see _queries).
+    Empty input, or input without a single letter or digit, gives no parts. Input with no content words at all
+    gives one part, the question itself, with no queries: the caller names it as a gap. Fragments without content
+    words ("Thanks!") are dropped when other parts have content. Questions over MAX_QUESTION_CHARS are cut at a
+    sentence or word boundary (`truncated`); work is bounded by MAX_PIECES.
     """
     text = re.sub(r"[^\S\n]+", " ", (question or "").replace("\r", "\n")).strip()
     if not re.search(r"[^\W_]", text):
@@ -223,17 +281,39 @@ def split_question_result(question: str, max_parts: int = 4) -> SplitResult:
     short = _truncate(text, MAX_QUESTION_CHARS)
     truncated = len(short) < len(text)
     parts: list[SubQuery] = []
-    topic: list[str] = []
-    for piece, ask in _pieces(short):
-        sub = _tidy(piece, ask)
+    topic: list[str] = []  # unstemmed content words of the last self-contained part, for its followers' queries
+    context: list[str] = []  # statements' words, for every part after them
+    previous: SubQuery | None = None
+    pieces = _pieces(short)
+    for piece, kind in pieces:  # a statement is context for every part, before or after it
+        if kind == "context":
+            context += content_terms(piece)
+    for piece, kind in pieces:
+        if kind == "context":
+            continue
+        sub = _tidy(piece, True)
         terms = content_terms(strip_request(sub))
+        elliptical = not terms and previous is not None
+        if elliptical and previous is not None:  # "..., and why?": the part it completes gives its topic
+            sub = f"{sub.rstrip(_ENDS + '.')} ({previous.question.rstrip(_ENDS + '.')})?"
+            terms = content_terms(strip_request(sub))
         if not terms or any(p.question.lower() == sub.lower() for p in parts):
             continue
-        parts.append(SubQuery(question=sub, queries=_queries(sub, topic)))
-        if not _leans(sub, terms) or not topic:
+        leans = _leans(sub, terms)
+        inherited = (topic if leans else []) + context
+        part = analyse_part(sub, content_terms(" ".join(inherited), stemmed=True))
+        if leans and previous is not None and previous.part is not None:  # "its price": the names "it" stands for
+            part.constraints += [c for c in previous.part.constraints if c.kind == "name" and not c.soft
+                                 and c not in part.constraints]
+        parts.append(SubQuery(question=sub, queries=_queries(sub, inherited), part=part))
+        if not elliptical:
+            previous = parts[-1]  # the last part with words of its own: what an elliptical part completes
+        if not leans or not topic:
             topic = terms
     if not parts:
-        return SplitResult(parts=[SubQuery(question=" ".join(short.split()), queries=[])], truncated=truncated)
+        whole = " ".join(short.split())
+        return SplitResult(parts=[SubQuery(question=whole, queries=[], part=analyse_part(whole))],
+                           truncated=truncated)
     max_parts = max(1, max_parts)
     return SplitResult(parts=parts[:max_parts], dropped=[p.question for p in parts[max_parts:]], truncated=truncated)
 

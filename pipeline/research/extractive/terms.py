@@ -5,6 +5,8 @@ import re
 from collections.abc import Iterator
 from functools import lru_cache
 
+import Stemmer
+
 # A token: a number with its inner separators ("3.5", "1,200", "2019-20" stays two), a dotted acronym ("U.S.",
 # "e.g."), or a run of letters/digits with inner apostrophes ("don't", "O'Brien"). Unicode letters count.
 # Combining marks (accents typed separately, Indic vowel signs...) are not \w in Python's re; they belong to words.
@@ -53,13 +55,8 @@ ABBREVIATIONS = frozenset(word_list("""
 QUESTION_WORDS = frozenset(["what", "which", "who", "whom", "whose", "when", "where", "why", "how"])
 
 
-_NO_STEM = frozenset(word_list("""
-    news series species means always perhaps yes various previous gas bias lens atlas texas during
-    nothing something anything everything morning evening king thing spring string ceiling wedding bed
-    red shed need seed speed feed hundred indeed united
-"""))
-# Common irregular verb forms, so "sold" matches "sell" and "won" matches "win".
-_IRREGULAR = {
+# Common irregular verb forms, so "sold" matches "sell" and "won" matches "win": Snowball stems suffixes, not these.
+IRREGULAR = {
     "sold": "sell", "bought": "buy", "won": "win", "paid": "pay", "told": "tell", "took": "take", "taken": "take",
     "gave": "give", "given": "give", "began": "begin", "begun": "begin", "ran": "run", "held": "hold", "led": "lead",
     "met": "meet", "built": "build", "brought": "bring", "caught": "catch", "thought": "think", "spent": "spend",
@@ -70,45 +67,20 @@ _IRREGULAR = {
     "went": "go", "gone": "go", "came": "come", "became": "become", "bore": "bear", "born": "bear", "fought": "fight",
     "sought": "seek", "taught": "teach", "hung": "hang", "hanged": "hang", "shot": "shoot", "spoke": "speak",
     "spoken": "speak", "broke": "break", "broken": "break", "froze": "freeze", "frozen": "freeze", "hid": "hide",
-    "hidden": "hide", "lent": "lend", "lay": "lie", "laid": "lay", "sat": "sit", "stood": "stand", "understood":
-    "understand", "wore": "wear", "worn": "wear", "beat": "beat", "beaten": "beat", "dealt": "deal", "felt": "feel",
-    "fed": "feed", "fled": "flee", "forgot": "forget", "forgotten": "forget", "meant": "mean", "sank": "sink",
-    "sunk": "sink", "swore": "swear", "sworn": "swear", "threw": "throw", "thrown": "throw", "woke": "wake",
+    "hidden": "hide", "lent": "lend", "sat": "sit", "stood": "stand", "understood": "understand", "wore": "wear",
+    "worn": "wear", "beaten": "beat", "dealt": "deal", "felt": "feel", "fled": "flee", "forgot": "forget",
+    "forgotten": "forget", "meant": "mean", "sank": "sink", "sunk": "sink", "swore": "swear", "sworn": "swear",
+    "threw": "throw", "thrown": "throw", "woke": "wake", "died": "die", "dies": "die", "dying": "die",
 }
-_VOWEL = re.compile(r"[aeiouy]")
+_SNOWBALL = Stemmer.Stemmer("english")
 
 
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
-    """A light stemmer for matching (not for display): plurals (Harman's S-stemmer, plus -sses/-xes/-ches/
-    -shes), -ing/-ed/-ly, a final -e, doubled final consonants and common irregular verbs, so that "companies"
-    ~ "company", "sold" ~ "selling" ~ "sell", "activated" ~ "activate", "originally" ~ "original"."""
-    if word in _IRREGULAR:
-        return _IRREGULAR[word]
-    if len(word) <= 3 or not word.isalpha() or word in _NO_STEM:
-        return word
-    if word.endswith("ies") and not word.endswith(("eies", "aies")):
-        word = word[:-3] + "y"
-    elif word.endswith(("sses", "xes", "ches", "shes")):
-        word = word[:-2]
-    elif (word.endswith("es") and not word.endswith(("aes", "ees", "oes"))
-          or word.endswith("s") and not word.endswith(("us", "ss", "is"))):
-        word = word[:-1]
-    if word in _NO_STEM:
-        return word  # "hundreds" -> "hundred", not "hundr"
-    if word.endswith("ied") and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith(("ing", "ed")):
-        base = word[:-3] if word.endswith("ing") else word[:-2]
-        if len(base) >= 3 and _VOWEL.search(base):
-            word = base
-            doubled = len(word) > 3 and word[-1] == word[-2]
-            if doubled and (word[-1] not in "aeioulsz" or word[-1] == "l" and len(word) >= 6):
-                word = word[:-1]  # "stopped" -> "stop", "cancelled" -> "cancel" (but "called" -> "call")
-    if word.endswith("ly") and len(word) >= 6:
-        word = word[:-2]  # "originally" -> "original"; "rally", "early" stay
-    if len(word) > 4 and word.endswith("e") and not word.endswith(("ee", "ie", "ye")):
-        word = word[:-1]
-    return word
+    """The Snowball (Porter2) stem of a lowercased word, for matching (not for display), after mapping common
+    irregular verbs to their base form: "companies" ~ "company", "sold" ~ "selling" ~ "sell"."""
+    word = IRREGULAR.get(word, word)
+    return _SNOWBALL.stemWord(word) if word.isalpha() else word
 
 
 def normalise_token(raw: str) -> str:

@@ -35,7 +35,7 @@ from pipeline.research.context import RunContext
 from pipeline.research.extractive.select import PageText, select_sentences
 from pipeline.research.prompts import load
 from pipeline.research.steps import tags
-from pipeline.research.steps.conflicts import find_conflicts
+from pipeline.research.steps.conflicts import answer_conflicts, find_conflicts
 from pipeline.research.tools.page_view import focus_excerpt
 
 STEP = "analyse"
@@ -253,7 +253,9 @@ def analyse(plan: Plan, ctx: RunContext, problems: list[Problem] | None = None) 
               for f in ctx.notebook.findings() if f.support != "unsupported"]
     answered = {f.sub_question for f in passed}
     gaps = [sq.question for sq in plan.sub_questions if sq.id not in answered]
-    conflicts = find_conflicts(passed, ctx.notebook.sources())
+    sources = ctx.notebook.sources()
+    conflicts = find_conflicts(passed, sources)
+    conflicts += answer_conflicts(plan, passed, sources, conflicts)
     ctx.events.emit(StepEvent(name=STEP, status="finished", part="analyse", findings=len(passed), gaps=len(gaps),
                               conflicts=len(conflicts)))
     return Analysis(findings=passed, gaps=gaps, conflicts=conflicts, problems=list(problems or []))

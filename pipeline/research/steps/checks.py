@@ -15,6 +15,7 @@ URL = re.compile(r"https?://[^\s)\]>\"']+", re.I)  # a URL in text, as the check
 # The same abbreviations the extractive sentence splitter keeps whole, so a quote it picked is one sentence here.
 _ABBREV = re.compile(r"\b(?:" + "|".join(sorted((re.escape(a) for a in ABBREVIATIONS), key=len, reverse=True))
                      + r")\.$", re.I)
+_INITIAL = re.compile(r"(?:^|[\s(\"“])[A-Z]\.$")  # "Kevin D. Smith": an initial does not end the sentence
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 SOURCES_HEADING = re.compile(r"^#{1,6}\s*Sources\s*$", re.I | re.M)
 
@@ -69,7 +70,7 @@ def _split(line: str) -> list[str]:
             if not piece:
                 continue
         buf = f"{buf} {piece}".strip() if buf else piece
-        if _ABBREV.search(buf):
+        if _ABBREV.search(buf) or _INITIAL.search(buf):
             continue
         parts.append(buf)
         buf = ""

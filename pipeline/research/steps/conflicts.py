@@ -1,11 +1,16 @@
-"""Conflicts found in code: findings on the same sub-question, from different sources, making the same claim with
-different figures."""
+"""Conflicts found in code, in every mode: findings on the same sub-question, from different sources, that give
+different answers of the sub-question's type (a name for "who", a date for "when", a figure for "how many"), or
+make the same claim with different figures."""
 from __future__ import annotations
 
 import re
 from itertools import combinations
 
-from pipeline.core.schema import Conflict, Finding, Source
+from pipeline.core.schema import Conflict, Finding, Plan, Source
+from pipeline.research.extractive.analysis import Part, analyse_part
+from pipeline.research.extractive.answers import Value, answer_values, same_value
+from pipeline.research.extractive.figures import disagree
+from pipeline.research.extractive.terms import content_terms
 
 _FIGURE = re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?(?:%|percent|per ?cent)|\d[\d,]*(?:\.\d+)?")
 _WORD = re.compile(r"[a-z]{3,}")
@@ -51,3 +56,49 @@ def conflict(a: Finding, b: Finding, dates: dict[str, str]) -> Conflict:
     return Conflict(sub_question=a.sub_question, findings=[a.id, b.id],
                     description=(f"{a.id} ({a.source}, {dates.get(a.source, 'undated')}) says \"{a.quote}\"; "
                                  f"{b.id} ({b.source}, {dates.get(b.source, 'undated')}) says \"{b.quote}\"."))
+
+
+def answer_conflicts(plan: Plan, findings: list[Finding], sources: list[Source], known: list[Conflict],
+                     parts: dict[str, Part] | None = None) -> list[Conflict]:
+    """Conflicts between quotes of different sources that answer one sub-question differently.
+
+    For a figure ("how many", "how much") the figures standing beside the sub-question's words differ
+    (research/extractive/figures.py). For a name, a title or a date, the first answer each quote offers
+    (research/extractive/answers.py) is one the other quote never mentions: "Kentucky beat Iowa" and "Louisville beat
+    Iowa" disagree, while "Kentucky beat Iowa" and "Coach Mark Stoops led Kentucky" do not. `parts` gives the analysed
+    parts by sub-question id (extractive runs); otherwise each sub-question's text is analysed alone. A pair already
+    in `known` is not repeated.
+    """
+    dates = {s.id: s.published or "undated" for s in sources}
+    seen = {frozenset(c.findings) for c in known}
+    questions = {sq.id: sq.question for sq in plan.sub_questions}
+    analysed = {sq_id: (parts or {}).get(sq_id) or analyse_part(text) for sq_id, text in questions.items()}
+    found: list[Conflict] = []
+    for a, b in combinations(findings, 2):
+        if (a.sub_question != b.sub_question or a.source == b.source or a.sub_question not in questions
+                or frozenset((a.id, b.id)) in seen):
+            continue
+        part = analysed[a.sub_question]
+        if part.focus.answer_type in ("number", "other"):
+            differ = disagree(questions[a.sub_question], a.quote, b.quote)
+        else:
+            differ = _first_answers_differ(a.quote, b.quote, part)
+        if differ:
+            found.append(conflict(a, b, dates))
+            seen.add(frozenset((a.id, b.id)))
+    return found
+
+
+def _first_answers_differ(a: str, b: str, part: Part) -> bool:
+    va, vb = answer_values(a, part), answer_values(b, part)
+    if not va or not vb:
+        return False
+    return not _mentions(b, va[0], vb) and not _mentions(a, vb[0], va)
+
+
+def _mentions(quote: str, value: Value, values: list[Value]) -> bool:
+    """Whether `quote` (offering `values`) mentions `value`: as one of its values, or by all of its words."""
+    if any(same_value(value, v) for v in values):
+        return True
+    return value.key <= set(content_terms(quote, stemmed=True))
+

@@ -3,22 +3,22 @@ as findings like any other, and a report written by a template that only attribu
 from __future__ import annotations
 
 import re
-from itertools import combinations
 from urllib.parse import urlsplit
 
 from pipeline.core import ids
 from pipeline.core.event_types import FindingEvent, RejectedEvent, StepEvent
 from pipeline.core.schema import Conflict, Finding, Plan, Problem, Source, SubQuestion
 from pipeline.research.context import RunContext
-from pipeline.research.extractive.figures import disagree
+from pipeline.research.extractive.analysis import Part, analyse_part
 from pipeline.research.extractive.questions import split_question_result
 from pipeline.research.extractive.select import PageText, SentenceIndex, select_sentences
 from pipeline.research.steps.checks import Evidence, check_report, numbers_in
-from pipeline.research.steps.conflicts import conflict
+from pipeline.research.steps.conflicts import answer_conflicts
+from pipeline.research.steps.defang import defang_bare
 from pipeline.research.steps.write import gap_sentence, inert, label, no_evidence_report
 
 STEP = "extract"
-_SENTENCE_END = re.compile(r"[.?!;:]+")
+_SENTENCE_END = re.compile(r"[.?!;:]+(?=\s|$)")
 PICKS_PER_SUB_QUESTION = 3
 LABEL = ("_Machine-assisted research report, extractive (no model): every sentence below was selected by code from a "
          "fetched page and is a verbatim quote located in it; no model wrote or judged anything. Check the sources "
@@ -26,7 +26,7 @@ LABEL = ("_Machine-assisted research report, extractive (no model): every senten
 
 
 def plan_by_code(question: str) -> Plan:
-    """At most four sub-questions split from the question's own clauses, each with 2-3 search queries."""
+    """At most four sub-questions split from the question's own parts, each with 2-3 search queries."""
     split = split_question_result(question)
     sub_questions = [SubQuestion(id=f"{ids.SUB_QUESTION}{i}", question=part.question, queries=part.queries,
                                  success_criterion="a sentence of a fetched page that answers it")
@@ -36,8 +36,16 @@ def plan_by_code(question: str) -> Plan:
     return Plan(sub_questions=sub_questions, not_researched=split.dropped)
 
 
-def select_findings(plan: Plan, ctx: RunContext) -> list[Problem]:
-    """Record the best sentences of every fetched page for each sub-question as findings (verified by the notebook).
+def parts_of(question: str, plan: Plan) -> dict[str, Part]:
+    """Each sub-question's analysis (its focus, constraints and the context it inherits), by sub-question id: from the
+    question's own split when the plan came from it, else from the sub-question's text alone."""
+    split = {p.question: p.part for p in split_question_result(question).parts if p.part is not None}
+    return {sq.id: split.get(sq.question) or analyse_part(sq.question) for sq in plan.sub_questions}
+
+
+def select_findings(question: str, plan: Plan, ctx: RunContext) -> list[Problem]:
+    """Record the best sentences of every fetched page for each sub-question as findings, verified by the notebook:
+    the direct answer first, then up to two supporting quotes.
 
     A sentence whose report line would fail the reviewer's checks (cut in two by its sentence splitter, a URL that
     was not fetched) is skipped, so the report this mode writes always passes them.
@@ -45,14 +53,15 @@ def select_findings(plan: Plan, ctx: RunContext) -> list[Problem]:
     ctx.events.emit(StepEvent(name=STEP, status="started", sub_questions=len(plan.sub_questions)))
     sources = ctx.notebook.sources()
     by_id = {s.id: s for s in sources}
-    index = SentenceIndex.build([PageText(source_id=s.id, title=s.title, text=ctx.notebook.text(s.id))
-                                 for s in sources])
+    index = SentenceIndex.build([PageText(source_id=s.id, title=s.title, text=ctx.notebook.text(s.id),
+                                          published=s.published) for s in sources])
+    parts = parts_of(question, plan)
     problems: list[Problem] = []
     recorded = 0
     for sq in plan.sub_questions:
         if not sq.queries:
             continue
-        picks = select_sentences(sq.question, index, k=PICKS_PER_SUB_QUESTION * 2, extra_terms=sq.queries[1:2])
+        picks = select_sentences(parts[sq.id], index, k=PICKS_PER_SUB_QUESTION * 2, per_page=PICKS_PER_SUB_QUESTION)
         kept = 0
         for pick in picks:
             if kept == PICKS_PER_SUB_QUESTION or not _checkable(pick.text, by_id[pick.source_id]):
@@ -76,24 +85,25 @@ def select_findings(plan: Plan, ctx: RunContext) -> list[Problem]:
     return problems
 
 
-def figure_conflicts(plan: Plan, findings: list[Finding], sources: list[Source],
-                     known: list[Conflict]) -> list[Conflict]:
-    """Conflicts between quotes of different pages that answer one sub-question with different figures.
+def weak_parts(question: str, plan: Plan, ctx: RunContext) -> set[str]:
+    """The searchable sub-questions whose best answer so far is weak: no sentence of the pages read answers them, or
+    only one page does (nothing corroborates it, and nothing could show a conflict). Nothing is recorded."""
+    sources = ctx.notebook.sources()
+    index = SentenceIndex.build([PageText(source_id=s.id, title=s.title, text=ctx.notebook.text(s.id),
+                                          published=s.published) for s in sources])
+    parts = parts_of(question, plan)
+    weak = set()
+    for sq in plan.sub_questions:
+        if sq.queries and len({p.source_id for p in select_sentences(parts[sq.id], index, k=6)}) < 2:
+            weak.add(sq.id)
+    return weak
 
-    The claim-similarity test of the model path cannot pair two verbatim sentences worded differently, so here the
-    sub-question is the shared topic and only figures standing beside its words count (research/extractive/figures.py).
-    """
-    dates = {s.id: s.published or "undated" for s in sources}
-    seen = {frozenset(c.findings) for c in known}
-    questions = {sq.id: sq.question for sq in plan.sub_questions}
-    found: list[Conflict] = []
-    for a, b in combinations(findings, 2):
-        if (a.sub_question != b.sub_question or a.source == b.source or a.sub_question not in questions
-                or frozenset((a.id, b.id)) in seen):
-            continue
-        if disagree(questions[a.sub_question], a.quote, b.quote):
-            found.append(conflict(a, b, dates))
-    return found
+
+def typed_conflicts(question: str, plan: Plan, findings: list[Finding], sources: list[Source],
+                    known: list[Conflict]) -> list[Conflict]:
+    """Conflicts between quotes of different pages that answer one sub-question with different answers of its type
+    (research/steps/conflicts.py), each sub-question analysed as the selector saw it."""
+    return answer_conflicts(plan, findings, sources, known, parts_of(question, plan))
 
 
 def _checkable(quote: str, source: Source) -> bool:
@@ -105,13 +115,14 @@ def _checkable(quote: str, source: Source) -> bool:
 def _name(source: Source | None, allowed: set[str]) -> str:
     """How a line names its source: the title, else the host, else its id; never a figure no quote holds.
 
-    Sentence ends are taken out of a title, so a title cannot end the line's sentence before its citation.
+    A sentence end followed by a space is taken out of a title, so a title cannot end the line's sentence before its
+    citation; a dot inside a word stays ("SpaceNews.com").
     """
     if source is None:
         return "an unrecorded source"
     title = _SENTENCE_END.sub(" ", source.title or "")
     for name in (title, urlsplit(source.final_url).hostname or ""):
-        name = " ".join(name.removeprefix("www.").split())[:120]
+        name = " ".join(name.removeprefix("www.").split()).strip(" .?!;:")[:120]
         if name and numbers_in(name) <= allowed:
             return inert(name)
     return f"source {source.id}"
@@ -126,11 +137,30 @@ def _attribution(f: Finding, sources: dict[str, Source]) -> str:
     published = src.published if src and src.published else None
     allowed = numbers_in(f.quote) | (numbers_in(published) if published else set())
     when = f" ({published})" if published else ""
-    return f'Quoted from {_name(src, allowed)}{when}: "{inert(f.quote).rstrip()}" [{f.id}].'
+    # An address the page quotes is shown defanged, as in the Sources section: only fetched pages are ever linked.
+    quote = defang_bare(inert(f.quote).rstrip(), [u for s in sources.values() for u in (s.url, s.final_url)])
+    return f'Quoted from {_name(src, allowed)}{when}: "{quote}" [{f.id}].'
+
+
+def _part_lines(found: list[Finding], conflicts: list[Conflict], sources: dict[str, Source]) -> list[str]:
+    """One part's answer: its best quote, the quotes that disagree with it side by side, then the supporting ones."""
+    disputed = list(dict.fromkeys(i for c in conflicts for i in c.findings))
+    by_id = {f.id: f for f in found}
+    if disputed:
+        lines = ["### Sources disagree", ""]
+        lines += [f"- {_attribution(by_id[i], sources)}" for i in disputed if i in by_id]
+        rest = [f for f in found if f.id not in disputed]
+        return lines + ([""] + [" ".join(_attribution(f, sources) for f in rest)] if rest else []) + [""]
+    best, *support = found
+    lines = [_attribution(best, sources), ""]
+    if support:
+        lines += [" ".join(_attribution(f, sources) for f in support), ""]
+    return lines
 
 
 def extractive_report(question: str, plan: Plan, evidence: Evidence, conflicts: list[Conflict]) -> str:
-    """The report: one paragraph of attributed quotes per sub-question, named gaps, conflicts side by side."""
+    """The report: per sub-question its direct answer (the best quote), conflicts beside it, then supporting quotes,
+    or the gap that names it; then what the plan left out."""
     if not evidence.findings:
         return no_evidence_report(question, evidence).replace(label(evidence), LABEL, 1)
     sources = {s.id: s for s in evidence.sources}
@@ -142,7 +172,7 @@ def extractive_report(question: str, plan: Plan, evidence: Evidence, conflicts: 
         if several:
             lines += [f"## {inert(sq.question)}", ""]
         if found:
-            lines += [" ".join(_attribution(f, sources) for f in found), ""]
+            lines += _part_lines(found, [c for c in conflicts if c.sub_question == sq.id], sources)
         elif sq.question in gap_of:
             lines += [gap_sentence(sq.question, gap_of[sq.question]), ""]
     others = [(g, gid) for g, gid in gap_of.items() if g not in {sq.question for sq in plan.sub_questions}]
@@ -150,12 +180,4 @@ def extractive_report(question: str, plan: Plan, evidence: Evidence, conflicts: 
         lines += ["## Not established", ""]
         lines += [f"- {gap_sentence(g, gid)}" for g, gid in others]
         lines.append("")
-    if conflicts:
-        findings = {f.id: f for f in evidence.findings}
-        lines += ["## Sources disagree", ""]
-        for sub_question in dict.fromkeys(c.sub_question for c in conflicts):  # one block per sub-question
-            ids = dict.fromkeys(i for c in conflicts if c.sub_question == sub_question for i in c.findings)
-            lines += [f"- {_attribution(findings[i], sources)}" for i in ids if i in findings]
-            lines.append("")
     return "\n".join(lines).rstrip() + "\n"
-

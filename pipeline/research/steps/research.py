@@ -48,20 +48,50 @@ class _Progress:
 
 def research_fixed(plan: Plan, ctx: RunContext, options: RunOptions) -> dict[str, list[str]]:
     """Sub-question id -> ids of the sources fetched for it (best first); every sub-question has an entry."""
-    ctx.events.emit(StepEvent(name=STEP, status="started", mode="fixed", sub_questions=len(plan.sub_questions)))
-    progress = {sq.id: _Progress(queue=rank(_search(sq, ctx, options))) for sq in plan.sub_questions}
-    budget_stopped = _fetch_all(progress, ctx, options.pages_per_sub_question)
-    out: dict[str, list[str]] = {}
-    for sq in plan.sub_questions:
-        ids: list[str] = []
-        for page in progress[sq.id].pages:
-            sid = ctx.notebook.add_source(page).id
-            if sid not in ids:
-                ids.append(sid)
-        out[sq.id] = ids
-    ctx.events.emit(StepEvent(name=STEP, status="finished", mode="fixed", sources=out,
-                              budget_stopped=budget_stopped))
-    return out
+    gathering = FixedResearch(plan, ctx, options)
+    gathering.fetch(options.pages_per_sub_question)
+    return gathering.finish()
+
+
+class FixedResearch:
+    """The fixed researcher in its stages: search every sub-question (at construction), fetch pages in waves, then
+    register them as sources in plan order; `read_more` fetches further results for some sub-questions later."""
+
+    def __init__(self, plan: Plan, ctx: RunContext, options: RunOptions):
+        ctx.events.emit(StepEvent(name=STEP, status="started", mode="fixed", sub_questions=len(plan.sub_questions)))
+        self.plan, self.ctx = plan, ctx
+        self.progress = {sq.id: _Progress(queue=rank(_search(sq, ctx, options))) for sq in plan.sub_questions}
+        self.budget_stopped = False
+
+    def fetch(self, want: int, only: set[str] | None = None) -> None:
+        """Fill each sub-question (of `only`, when given) with up to `want` pages."""
+        progress = {k: p for k, p in self.progress.items() if only is None or k in only}
+        self.budget_stopped = _fetch_all(progress, self.ctx, want) or self.budget_stopped
+
+    def read_more(self, sub_questions: set[str]) -> int:
+        """Fetch every result left for `sub_questions`, as far as the budget allows; the pages added."""
+        before = sum(len(p.pages) for p in self.progress.values())
+        self.ctx.events.emit(StepEvent(name=STEP, status="started", mode="fixed", part="read_more",
+                                       sub_questions=len(sub_questions)))
+        want = max((len(p.pages) + len(p.queue) for k, p in self.progress.items() if k in sub_questions), default=0)
+        self.fetch(want, only=sub_questions)
+        added = sum(len(p.pages) for p in self.progress.values()) - before
+        self.finish(part="read_more")
+        return added
+
+    def finish(self, part: str | None = None) -> dict[str, list[str]]:
+        """Register every page fetched as a source, in plan order; sub-question id -> its source ids, best first."""
+        out: dict[str, list[str]] = {}
+        for sq in self.plan.sub_questions:
+            ids: list[str] = []
+            for page in self.progress[sq.id].pages:
+                sid = self.ctx.notebook.add_source(page).id
+                if sid not in ids:
+                    ids.append(sid)
+            out[sq.id] = ids
+        self.ctx.events.emit(StepEvent(name=STEP, status="finished", mode="fixed", sources=out,
+                                       budget_stopped=self.budget_stopped, part=part))
+        return out
 
 
 def _search(sq: SubQuestion, ctx: RunContext, options: RunOptions) -> list[Candidate]:

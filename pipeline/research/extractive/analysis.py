@@ -1,0 +1,266 @@
+"""What one part of a question asks: analyse_part(text) -> Focus (wh-word, head noun, answer type) and Constraints
+(names, years, dates, numbers, quoted titles), in code (no model).
+
+The answer type says what a sentence must carry to answer the part (a person's name for "who", a figure for "how
+many", a date for "when"); the constraints say what it must be about (the 2019 award, not the 2018 one). Neither is
+a search term's weight: those come from the pages (select.py).
+"""
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from .terms import STOP_WORDS, content_terms, strip_request, word_list
+
+AnswerType = Literal["person", "organisation", "place", "name", "number", "date", "title", "other"]
+# The types a sentence must carry a candidate of; "other" (what, why, how) asks for a description.
+TYPED: frozenset[str] = frozenset({"person", "organisation", "place", "name", "number", "date", "title"})
+NAMED: frozenset[str] = frozenset({"person", "organisation", "place", "name", "title"})
+
+_HEADS: dict[str, frozenset[str]] = {
+    "person": frozenset(word_list("""
+        person people man woman men women boy girl player players actor actress author writer novelist poet
+        president ceo chief executive official officer minister judge coach manager director founder cofounder
+        scientist researcher artist singer musician rapper leader spokesman spokeswoman spokesperson senator
+        congressman congresswoman lawmaker candidate winner champion captain driver pilot host journalist reporter
+        editor economist analyst governor mayor chairman chairwoman chair head owner investor inventor designer
+        engineer developer programmer maintainer astronaut star quarterback pitcher striker goalkeeper lawyer
+        attorney prosecutor victim suspect son daughter father mother wife husband king queen prince princess
+        pope ambassador secretary commissioner general admiral colonel""")),
+    "organisation": frozenset(word_list("""
+        company companies firm firms team teams club clubs organisation organization agency group airline
+        airlines bank banks network university college school party brand startup manufacturer carrier retailer
+        publisher studio court department ministry government union league band newspaper channel broadcaster
+        insurer utility automaker carmaker maker developer vendor provider charity foundation""")),
+    "place": frozenset(word_list("""
+        city cities country countries state states town village region province county venue place location
+        airport stadium island continent nation capital district neighbourhood neighborhood street port site
+        area river mountain lake base prison hospital court venue arena theatre theater""")),
+    "date": frozenset(word_list("year years date day month time decade century season week era")),
+    "number": frozenset(word_list("""
+        number amount percentage percent share proportion fraction rate price cost figure total score age
+        population budget salary revenue profit loss value valuation speed distance length height weight size
+        capacity margin version release pep rfc""")),
+    "title": frozenset(word_list("""
+        book novel film movie song album show series title game app episode play opera poem painting report
+        paper study headline slogan motto law act bill treaty language exception error module function class
+        method keyword package library operator account handle hashtag brand model journal magazine name
+        nickname term word phrase""")),
+}
+_HOW_NUMBER = re.compile(r"\bhow\s+(?:many|much|long|far|big|large|tall|high|old|often|fast|heavy|deep|wide|"
+                         r"expensive|costly|soon)\b", re.I)
+_WHEN = re.compile(r"\b(?:when|since\s+when|by\s+when)\b", re.I)
+_WHERE = re.compile(r"\bwhere\b", re.I)
+_WHO = re.compile(r"\bwho(?:m|se)?\b", re.I)
+_WHICH = re.compile(r"\b(?:which|what)\b(?:\s+(?:is|was|are|were)\s+the)?(?P<rest>(?:\s+[\w'’.-]+){1,4})", re.I)
+_NAME_OF = re.compile(r"\b(?:name|title)\s+of\s+(?:the|a|an|its|his|her|their)?\s*(?P<head>[a-z]+)", re.I)
+_WH_WORDS = frozenset(["which", "what", "who", "whom", "whose", "how", "when", "where", "why"])
+_MONEY = re.compile(r"\bhow\s+much\b.*\b(?:cost|costs|pay|paid|pays|price|priced|worth|spend|spent|charge|charged|"
+                    r"earn|earned|raise|raised|fund|funding|sell|sold|fetch|fine|fined|invest|invested|money|"
+                    r"dollars|euros|pounds)\b|\bhow\s+(?:expensive|costly)\b", re.I)
+_MONEY_HEADS = frozenset(word_list("price cost fee salary budget revenue profit valuation fine wage worth"))
+_CALLED = re.compile(r"what\b[^?]*\b(?:call|called|calls|name|named|dub|dubbed|title|titled|nickname|"
+                     r"nicknamed)\b", re.I)
+_WH = re.compile(r"\b(?:how|what|which|who|whom|whose|when|where|why)\b", re.I)
+_YEAR = re.compile(r"(?<![\w.,])(?:1[5-9]\d\d|20\d\d)(?![\w]|[.,]\d)")
+_MONTH_DAY = re.compile(r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2}\b")
+_QUOTED = re.compile(r"[\"“«]([^\"“”«»]{2,80})[\"”»]")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:-]\d+)*[a-z]?(?![\w])", re.I)
+# A capitalised run: "Dubai Air Show", "Bank of England", "Patrick Carlineo Jr.", "787-9 Dreamliner".
+_NAME = re.compile(r"(?:[A-Z][\w'’.-]*|\d[\w.-]*[A-Za-z][\w.-]*)(?:\s+(?:of|de|la|von|van|del|der|du|the|and|&)"
+                   r"(?=\s+[A-Z])|\s+(?:[A-Z][\w'’.-]*|\d[\w.-]*))*")
+_DESCRIPTION = re.compile(
+    r",\s+(?:the|a|an|who|whom|whose|which|that|known|best|widely|now|then|formerly|once)\b[^,?;]*(?=,|\?|$)"
+    r"|,?\s*\b(?:according\s+to|as\s+reported\s+by|reported\s+by|cited\s+by)\b[^,?;]*|,\s*per\s+(?:the\s+)?[A-Z][^,?;]*"
+    r"|(?<=[A-Za-z])\s+(?:who|whose|which|that)\s+(?!(?:is|was|are|were|did|does|do)\b)[^,?;]*(?=,)", re.I)
+# Capitalised words that start a question or clause rather than name something.
+_NOT_NAMES = frozenset(word_list("""
+    according what which who whom whose when where why how is are was were do does did can could will would should
+    has have had in on at of for from by with after before during since the a an and or but if as to please tell
+    give show list name explain describe find i also then so
+"""))
+
+
+_DEMONYM = re.compile(r"[A-Z][a-z]+(?:an|ian|ese|ish|ean|i)")
+_DATE_WORDS = frozenset(word_list("""
+    january february march april may june july august september october november december jan feb mar apr jun jul
+    aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday spring summer autumn fall
+    winter
+"""))
+
+
+class Constraint(BaseModel):
+    """Something the answer must be about: a name, year, date, number or quoted title, with its matching terms. A
+    soft one (in an appositive, a relative clause or an "according to") describes rather than restricts."""
+
+    kind: Literal["name", "year", "date", "number", "quoted"]
+    text: str
+    terms: list[str] = Field(default_factory=list)  # stemmed content terms of `text`
+    soft: bool = False
+
+
+class Focus(BaseModel):
+    """What is asked: the wh-word, the head noun after it (if any), the type of answer it calls for, and the words that
+    describe the answer rather than its topic ("old" in "how old", "company" in "which company": an answer sentence
+    often says "48" or "Renault" without them)."""
+
+    wh: str = ""
+    head: str | None = None
+    answer_type: AnswerType = "other"
+    slot: list[str] = Field(default_factory=list)  # stemmed
+    money: bool = False  # a sum of money is asked for ("how much did it cost", "what price"): a figure with a currency
+
+
+class Part(BaseModel):
+    """One part of a question: its text, focus, constraints and terms (its own, and those inherited as context)."""
+
+    text: str
+    focus: Focus = Field(default_factory=Focus)
+    constraints: list[Constraint] = Field(default_factory=list)
+    terms: list[str] = Field(default_factory=list)  # stemmed content terms of the part's core (what it asks)
+    predicates: list[str] = Field(default_factory=list)  # stemmed verbs of the core: what is said of the answer
+    described: list[str] = Field(default_factory=list)  # of its appositives, relative clauses and attributions
+    context_terms: list[str] = Field(default_factory=list)  # from an earlier part or a statement it leans on
+
+
+def _type_of_head(head: str) -> AnswerType | None:
+    for kind, words in _HEADS.items():
+        if head in words:
+            return kind  # type: ignore[return-value]
+    return None
+
+
+def _head_after(text: str) -> str | None:
+    """The head noun after a wh-word: the last of the lowercase content words that follow it, before any other word
+    ("which French company" -> "company", "what weekly value" -> "value", "how many school districts" ->
+    "districts")."""
+    run: list[str] = []
+    for word in re.findall(r"[\w'’-]+", text)[:5]:
+        if not run and len(word) > 1 and word.isupper():
+            return word.lower()  # "which PEP", "what CEO"
+        if not run and (word[:1].isupper() or word[:1].isdigit()):
+            continue
+        low = word.lower()
+        if low in STOP_WORDS or word[:1].isupper():
+            break
+        run.append(low)
+        if len(run) == 3:
+            break
+    return run[-1] if run else None
+
+
+def _slot(*words: str | None) -> list[str]:
+    return [t for w in words if w for t in content_terms(w, stemmed=True)]
+
+
+def focus_of(text: str) -> Focus:
+    """The wh-word, head noun and answer type of one question part, read from its first wh-word on (a "who" in a
+    relative clause later on does not make "What sentence did X, who ..., receive?" ask for a name)."""
+    asked = strip_request(text)
+    if m := _NAME_OF.search(asked):
+        head = m.group("head").lower()
+        return Focus(wh="name", head=head, answer_type=_type_of_head(head) or "name", slot=_slot("name", head))
+    first = _WH.search(asked)
+    if first is None:
+        return Focus()
+    tail = re.split(r"[?!;:(]", asked[first.start():], maxsplit=1)[0]
+    focus = _focus(tail, first.group().lower())
+    if focus.answer_type == "number" and (_MONEY.search(tail) or focus.head in _MONEY_HEADS):
+        focus.money = True
+    return focus
+
+
+def _focus(tail: str, wh: str) -> Focus:
+    if m := _HOW_NUMBER.match(tail):
+        head = _head_after(tail[m.end():])
+        return Focus(wh=m.group().lower(), head=head, answer_type="number",
+                     slot=_slot(m.group().split()[-1], head if head and _type_of_head(head) else None))
+    if wh in ("which", "what") and (which := _WHICH.match(tail)) is not None:
+        head = _head_after(which.group("rest"))
+        kind = _type_of_head(head) if head else None
+        return Focus(wh=wh, head=head, answer_type=kind or "other", slot=_slot(head if kind else None))
+    if _CALLED.match(tail):
+        return Focus(wh=wh, answer_type="title")  # "What did Boeing call its approach?", "What is it called?"
+    if _WHEN.match(tail):
+        return Focus(wh="when", answer_type="date")
+    if _WHO.match(tail):
+        return Focus(wh="who", answer_type="name")  # a person or an organisation ("who bought X?")
+    if _WHERE.match(tail):
+        return Focus(wh="where", answer_type="place")
+    return Focus(wh=wh)
+
+
+def constraints_of(text: str) -> list[Constraint]:
+    """The names (capitalised runs past a clause's first word), years, month-and-day dates, other numbers and quoted
+    phrases of `text`, each once."""
+    found: dict[tuple[str, str], Constraint] = {}
+
+    def add(kind: str, phrase: str) -> None:
+        phrase = phrase.strip(" .,;:'’\"")
+        terms = content_terms(phrase, stemmed=True)
+        if phrase and terms and (kind, phrase.lower()) not in found:
+            found[(kind, phrase.lower())] = Constraint(kind=kind, text=phrase, terms=terms)  # type: ignore[arg-type]
+
+    for m in _QUOTED.finditer(text):
+        add("quoted", m.group(1))
+    for m in _YEAR.finditer(text):
+        add("year", m.group())
+    for m in _MONTH_DAY.finditer(text):
+        add("date", m.group())
+    for m in _NAME.finditer(text):
+        words = m.group().split()
+        while words and words[0].lower().strip(".,") in _NOT_NAMES:
+            words.pop(0)  # "According to ...", a clause's first word
+        for phrase in re.split(r"\s+(?:and|&)\s+", " ".join(words)):  # "Kevin King and Timothy Weeks": two names
+            if phrase and not all(w.lower().strip(".,") in _DATE_WORDS or _YEAR.fullmatch(w) for w in phrase.split()):
+                add("name", phrase)  # "November 2019" is a date, not a name
+    years = {c.text for c in found.values() if c.kind == "year"}
+    for m in _NUMBER.finditer(text):
+        if m.group() not in years and not any(m.group() in c.text for c in found.values() if c.kind != "year"):
+            add("number", m.group())
+    return list(found.values())
+
+
+def descriptions(text: str) -> list[tuple[int, int]]:
+    """Spans of `text` that describe rather than ask: an appositive or relative clause set off by commas (", the
+    New York man who ...,"), a relative clause after a name, and an attribution ("according to Snopes")."""
+    first = _WH.search(text)
+    asked_at = first.end() if first else 0  # the question's own wh-word ("To which base ...") describes nothing
+    return [m.span() for m in _DESCRIPTION.finditer(text) if m.start() >= asked_at]
+
+
+def analyse_part(text: str, context_terms: list[str] | None = None) -> Part:
+    """One part's focus, constraints and terms; `context_terms` are stemmed terms it leans on (an earlier part)."""
+    spans = descriptions(text)
+    core = "".join(text[a:b] for a, b in zip([0] + [e for _, e in spans], [s for s, _ in spans] + [len(text)],
+                                              strict=True))
+    own = content_terms(strip_request(core), stemmed=True)
+    described = [t for t in content_terms(" ".join(text[a:b] for a, b in spans), stemmed=True) if t not in own]
+    extra = [t for t in dict.fromkeys(context_terms or []) if t not in own and t not in described]
+    constraints = [c.model_copy(update={"soft": True}) if _DEMONYM.fullmatch(c.text) else c
+                   for c in constraints_of(core)]  # "the American safety net": a description, not a name to find
+    described_text = " , ".join(text[a:b] for a, b in spans)
+    constraints += [c.model_copy(update={"soft": True}) for c in constraints_of(described_text)]
+    unique: dict[tuple[str, str], Constraint] = {}
+    for c in constraints:
+        unique.setdefault((c.kind, c.text.lower()), c)
+    return Part(text=text, focus=focus_of(text), constraints=list(unique.values()), terms=own, described=described,
+                predicates=predicates_of(core), context_terms=extra)
+
+
+def predicates_of(core: str) -> list[str]:
+    """The verb of a question whose wh-phrase is its subject: the word right after it when no auxiliary comes first
+    ("Which firm won ...", "Who founded ...", "What caused ..."); [] for "What did X say", "How many were ..."."""
+    words = re.findall(r"[\w'’-]+", strip_request(core))
+    found: list[str] = []
+    first = next((i for i, w in enumerate(words) if w.lower() in _WH_WORDS), None)
+    if first is not None and first <= 2:  # the question's own wh-phrase, not a relative "who" later on
+        i = first + 1
+        while i < len(words) and words[i].lower() not in STOP_WORDS and not words[i][:1].isupper() and \
+                i - first <= 3 and words[first].lower() in ("which", "what", "how"):
+            i += 1  # the head noun of "which architecture firm", "how many people"
+        if i < len(words) and words[i].lower() not in STOP_WORDS and not words[i][:1].isupper():
+            found.append(words[i].lower())
+    return list(dict.fromkeys(t for w in found for t in content_terms(w, stemmed=True)))
