@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .terms import STOP_WORDS, content_terms, strip_request, word_list
+from .terms import IRREGULAR, STOP_WORDS, content_terms, strip_request, word_list
 
 AnswerType = Literal["person", "organisation", "place", "name", "number", "date", "title", "other"]
 # The types a sentence must carry a candidate of; "other" (what, why, how) asks for a description.
@@ -135,7 +135,7 @@ def _type_of_head(head: str) -> AnswerType | None:
 def _head_after(text: str) -> str | None:
     """The head noun after a wh-word: the last of the lowercase content words that follow it, before any other word
     ("which French company" -> "company", "what weekly value" -> "value", "how many school districts" ->
-    "districts")."""
+    "districts"), or the word before a past-tense verb that follows a known head directly."""
     run: list[str] = []
     for word in re.findall(r"[\w'’-]+", text)[:5]:
         if not run and len(word) > 1 and word.isupper():
@@ -148,6 +148,8 @@ def _head_after(text: str) -> str | None:
         run.append(low)
         if len(run) == 3:
             break
+    if len(run) > 1 and _verb_like(run[-1]) and _type_of_head(run[-2]):
+        return run[-2]  # "which architecture firm won" -> "firm", not "won"
     return run[-1] if run else None
 
 
@@ -251,16 +253,42 @@ def analyse_part(text: str, context_terms: list[str] | None = None) -> Part:
 
 
 def predicates_of(core: str) -> list[str]:
-    """The verb of a question whose wh-phrase is its subject: the word right after it when no auxiliary comes first
-    ("Which firm won ...", "Who founded ...", "What caused ..."); [] for "What did X say", "How many were ..."."""
+    """The verb of a question whose wh-phrase is its subject: the word after the wh-phrase ("Which firm won ...",
+    "Who founded ...", "How many people signed up ..."), or after an auxiliary there ("Which maker will power ...",
+    "How many people were arrested ..."); [] for "What did X say", "Who is the CEO?", "How old is X?"."""
     words = re.findall(r"[\w'’-]+", strip_request(core))
-    found: list[str] = []
     first = next((i for i, w in enumerate(words) if w.lower() in _WH_WORDS), None)
-    if first is not None and first <= 2:  # the question's own wh-phrase, not a relative "who" later on
-        i = first + 1
-        while i < len(words) and words[i].lower() not in STOP_WORDS and not words[i][:1].isupper() and \
-                i - first <= 3 and words[first].lower() in ("which", "what", "how"):
+    if first is None or first > 2:  # the question's own wh-phrase, not a relative "who" later on
+        return []
+    wh, i = words[first].lower(), first + 1
+    counted = wh == "how" and i < len(words) and words[i].lower() in ("many", "much")
+    if wh == "how":
+        i += 1  # past "many" ("how many people signed"), or past the adjective ("how old is": no verb follows)
+    if wh in ("which", "what") or counted:
+        while i < len(words) and words[i][:1].isupper() and i - first <= 2:
+            i += 1  # "which French company"
+        head = i
+        while i < len(words) and _lower_word(words[i]) and not _verb_like(words[i]) and i - head < 3:
             i += 1  # the head noun of "which architecture firm", "how many people"
-        if i < len(words) and words[i].lower() not in STOP_WORDS and not words[i][:1].isupper():
-            found.append(words[i].lower())
-    return list(dict.fromkeys(t for w in found for t in content_terms(w, stemmed=True)))
+        if i == head and wh != "how":
+            return []  # "What caused ...", "What sentence did ...": no head noun, so no verb is told apart
+    if i + 1 < len(words) and (words[i].lower() in _MODALS or words[i].lower() in _AUXILIARIES and _verb_like(
+            words[i + 1])) and (wh != "who" or i == first + 1):
+        i += 1  # "were arrested", "has signed", "will power"; not "had consumers bought" (its subject follows)
+    if i < len(words) and _lower_word(words[i]):
+        return content_terms(words[i].lower(), stemmed=True)
+    return []
+
+
+_AUXILIARIES = frozenset(word_list("is was are were be been has have had"))
+_MODALS = frozenset(word_list("will would could can may might shall should"))
+
+
+def _verb_like(word: str) -> bool:
+    """A past tense or participle after a wh-phrase's noun: "won", "bought", "signed" (not "red" or "bed")."""
+    low = word.lower()
+    return low in IRREGULAR or len(low) > 4 and low.endswith("ed")
+
+
+def _lower_word(word: str) -> bool:
+    return word.lower() not in STOP_WORDS and not word[:1].isupper() and not word[:1].isdigit()

@@ -198,6 +198,8 @@ _FAMILIES = [frozenset(stem(w) for w in group.split()) for group in (
     "die died death dead kill killed",
     "sell sold sale",
     "lead leader head chief",
+    "say said tell told state announce",
+    "add added introduce new support",
 )]
 
 
