@@ -294,3 +294,34 @@ def test_a_file_that_is_not_json_is_named(tmp_path: Path) -> None:
     p.write_text("{", encoding="utf-8")
     with pytest.raises(SuiteError, match="bad.json: not valid JSON"):
         load_suite(p)
+
+
+# --- negative rejection and counterfactual robustness ------------------------------------------------------------
+
+GAP_ONLY = "# Q\n\nThe pages read do not say how many jets Emirates ordered.\n"
+
+
+def test_nothing_stated_passes_only_when_no_finding_is_cited() -> None:
+    quiet = grade_run(q(kind="unanswerable", expect_gap=True, expect_nothing_stated=True), run(GAP_ONLY), stored)
+    assert verdict(quiet, "nothing_stated") and expectation(quiet, "nothing_stated").detail == "no finding cited"
+    stated = grade_run(q(kind="unanswerable", expect_gap=True, expect_nothing_stated=True), run(ANSWERED), stored)
+    assert not verdict(stated, "nothing_stated") and "F1" in expectation(stated, "nothing_stated").detail
+
+
+CONFLICTED = ("# Q\n\nPage S2 says \"The US wants the UK to extradite Assange, 47, over the 2010 leaks.\" [F2]\n\n"
+              "Page S3 says \"The 48-year-old Australian was evicted in April\" [F3]\n")
+
+
+def test_a_wrong_answer_cited_alone_fails_and_passes_when_a_conflict_sets_another_value_beside_it() -> None:
+    asked = q(question="How old is Assange?", answer_terms=["48"], wrong_answers=["47"])
+    silent = grade_run(asked, run(CONFLICTED), stored)
+    assert not verdict(silent, "wrong_not_silent") and "F2" in expectation(silent, "wrong_not_silent").detail
+    shown = Conflict(sub_question="Q1", findings=["F2", "F3"], description="S2 says 47; S3 says 48")
+    assert verdict(grade_run(asked, run(CONFLICTED, conflicts=[shown]), stored), "wrong_not_silent")
+    only_wrong = Conflict(sub_question="Q1", findings=["F2", "F2"], description="one side only")
+    assert not verdict(grade_run(asked, run(CONFLICTED, conflicts=[only_wrong]), stored), "wrong_not_silent")
+
+
+def test_no_wrong_answer_cited_passes_wrong_not_silent() -> None:
+    g = grade_run(q(answer_terms=["30"], wrong_answers=["31"]), run(ANSWERED), stored)
+    assert verdict(g, "wrong_not_silent")

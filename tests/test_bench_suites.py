@@ -267,3 +267,25 @@ def test_nothing_from_the_injection_reaches_the_extractive_report(
     report = result.report.markdown.lower()
     assert [s for s in INJECTED if s in report] == []
     assert [f.quote for f in result.findings if any(s in f.quote.lower() for s in INJECTED)] == []
+
+
+# --- the held-out rule: every question says whether it may be tuned on -------------------------------------------
+
+def test_a_question_without_a_split_is_refused_naming_the_question(tmp_path: Path) -> None:
+    raw = {"name": "s", "version": "1", "corpus": "news",
+           "questions": [{"id": "q9", "question": "How many?", "kind": "single_page"}]}
+    (tmp_path / "s.json").write_text(json.dumps(raw))
+    with pytest.raises(SuiteError, match=r"question 'q9' \(#1\), field 'split'"):
+        load_suite(tmp_path / "s.json")
+    raw["questions"][0]["split"] = "holdout"  # type: ignore[index]
+    (tmp_path / "s.json").write_text(json.dumps(raw))
+    with pytest.raises(SuiteError, match=r"field 'split'"):
+        load_suite(tmp_path / "s.json")
+
+
+@pytest.mark.parametrize("name", ["asked", "noise", "rejection", "integration", "counterfactual"])
+def test_the_held_out_suites_are_half_dev_and_half_test(name: str) -> None:
+    suite = load_suite(ROOT / "benchmarks" / "suites" / f"{name}.json")
+    dev = sum(q.split == "dev" for q in suite.questions)
+    corpora = {suite.corpus_of(q) for q in suite.questions}  # alternating within each corpus: one odd out at most
+    assert len(suite.questions) >= 25 and abs(2 * dev - len(suite.questions)) <= len(corpora)

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from pipeline.cli.commands import print_outcome
+from pipeline.cli.commands import print_outcome, terminal_text
 from pipeline.cli.main import main
 from pipeline.core.schema import Report, RunOptions, RunResult
 from pipeline.store.sql import SqliteRunStore
@@ -118,3 +119,50 @@ def test_runs_prints_questions_without_terminal_control_characters(tmp_path: Pat
     assert not any(c in out for c in "\x1b\x07\x9b\u202e")
     assert main(["runs", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["question"] == hostile  # the data itself is kept exact
+
+
+# --- the report on a terminal reads as text; piped, it stays Markdown ----------------------------------------------
+
+ESCAPED = ("# NASA picks rover \\(VIPER\\) lander\n\n_Extractive: quotes only, no model._\n\n"
+           "- Page S1 says: \"Astrobotic won a \\$199.5 million task order\" [F1]\n")
+_SHOW = ("import sys\nfrom pipeline.cli.commands import print_outcome\nfrom pipeline.core.schema import RunResult\n"
+         "print_outcome(RunResult.model_validate_json(sys.stdin.read()), None)\n")
+
+
+def test_terminal_text_drops_markdown_escapes_and_plain_emphasis_lines_only() -> None:
+    assert terminal_text(ESCAPED) == ("# NASA picks rover (VIPER) lander\n\nExtractive: quotes only, no model.\n\n"
+                                      "- Page S1 says: \"Astrobotic won a $199.5 million task order\" [F1]\n")
+    assert terminal_text("a_b_c and \\\\ kept\n") == "a_b_c and \\ kept\n"
+
+
+def _shown(result: RunResult, *, tty: bool) -> str:
+    """stdout of print_outcome in a child process whose stdout is a pseudo-terminal, or a pipe."""
+    if not tty:
+        return subprocess.run([sys.executable, "-c", _SHOW], input=result.model_dump_json(), capture_output=True,
+                              text=True, timeout=60, check=True).stdout
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", _SHOW], stdin=subprocess.PIPE, stdout=follower,
+                            stderr=subprocess.DEVNULL)
+    os.close(follower)
+    assert proc.stdin is not None
+    proc.stdin.write(result.model_dump_json().encode())
+    proc.stdin.close()
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    proc.wait(timeout=60)
+    os.close(leader)
+    return b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def test_a_report_printed_to_a_terminal_is_unescaped_and_piped_stays_markdown() -> None:
+    result = RunResult(run_id="t1", question="Who won VIPER?", mode="extractive", status="complete",
+                       report=Report(markdown=ESCAPED))
+    assert _shown(result, tty=True).startswith(terminal_text(ESCAPED))
+    assert _shown(result, tty=False).startswith(ESCAPED)

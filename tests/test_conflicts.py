@@ -1,8 +1,8 @@
-"""Conflicting figures from two sources are detected in code and both sides kept with dates."""
+"""Conflicting answers (figures, names, dates) from two sources are detected in code and both sides kept with dates."""
 from __future__ import annotations
 
-from pipeline.core.schema import Finding, Source
-from pipeline.research.steps.conflicts import find_conflicts
+from pipeline.core.schema import Finding, Plan, Source, SubQuestion
+from pipeline.research.steps.conflicts import answer_conflicts, find_conflicts
 
 
 def src(i: int, published: str | None) -> Source:
@@ -45,3 +45,40 @@ def test_undated_source_is_said_to_be_undated() -> None:
     b = f(2, "S3", "The population of the town is 15,500", "population: 15,500")
     [c] = find_conflicts([a, b], SOURCES)
     assert "undated" in c.description
+
+
+# --- answers of the question's type: names, dates and titles as well as figures -----------------------------------
+
+def _plan(question: str) -> Plan:
+    return Plan(sub_questions=[SubQuestion(id="Q1", question=question)])
+
+
+WHO_WON = "Which nation won the 2019 Davis Cup final in Madrid?"
+
+
+def test_two_sources_naming_different_winners_conflict() -> None:
+    a = f(1, "S1", "Spain won", "Spain beat Canada 2-0 to win the 2019 Davis Cup final in Madrid.")
+    b = f(2, "S2", "Croatia won", "Croatia won the 2019 Davis Cup final in Madrid.")
+    [c] = answer_conflicts(_plan(WHO_WON), [a, b], SOURCES, [])
+    assert c.findings == ["F1", "F2"] and c.sub_question == "Q1"
+
+
+def test_two_sources_naming_the_same_winner_do_not_conflict() -> None:
+    a = f(1, "S1", "Spain won", "Spain beat Canada 2-0 to win the 2019 Davis Cup final in Madrid.")
+    b = f(2, "S2", "Spain won", "Rafael Nadal led Spain to the 2019 Davis Cup title in Madrid.")
+    assert answer_conflicts(_plan(WHO_WON), [a, b], SOURCES, []) == []
+
+
+def test_different_figures_for_a_count_conflict_and_a_known_pair_is_not_repeated() -> None:
+    question = "How many 787-9 Dreamliners did Emirates order at the Dubai Air Show?"
+    a = f(1, "S1", "30 jets", "Emirates ordered 30 Boeing 787-9 Dreamliners at the Dubai Air Show.")
+    b = f(2, "S2", "40 jets", "Emirates ordered 40 Boeing 787-9 Dreamliners at the Dubai Air Show.")
+    [c] = answer_conflicts(_plan(question), [a, b], SOURCES, [])
+    assert answer_conflicts(_plan(question), [a, b], SOURCES, [c]) == []
+
+
+def test_different_dates_conflict_for_a_when_question() -> None:
+    question = "When did Boeing's Starliner capsule launch on its first uncrewed test flight?"
+    a = f(1, "S1", "December 20", "Boeing's Starliner capsule launched on December 20 on its first uncrewed flight.")
+    b = f(2, "S2", "December 21", "Boeing's Starliner capsule launched on December 21 on its first uncrewed flight.")
+    assert len(answer_conflicts(_plan(question), [a, b], SOURCES, [])) == 1

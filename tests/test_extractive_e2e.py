@@ -277,3 +277,43 @@ def test_a_model_run_without_a_key_names_the_key_and_the_mode_that_needs_none(
     assert main(["run", "What happened?", "--mode", "fixed"]) == 2
     err = capsys.readouterr().err
     assert "ANTHROPIC_API_KEY" in err and "--mode extractive" in err
+
+
+def _toll_pages(*answer_at: int) -> list[CorpusPage]:
+    """Six pages on the Harbor Bridge toll: p0-p2 use every word of the question (search ranks them first), p3-p5
+    only some; only the pages `answer_at` give the toll, each in its own words."""
+    answers = ["The toll for cars crossing the Harbor Bridge at peak hours is now 7 dollars.",
+               "Motorists are charged 7 dollars at rush hour to use the Harbor Bridge, the board said."]
+    filler = "The weather on the coast was mild and the ferries ran on time all week."
+    out = []
+    for i in range(6):
+        lead = ("The Harbor Bridge toll for cars at peak hours was debated by the board." if i < 3
+                else "The Harbor Bridge board met.")
+        lines = [lead, *([filler] * 4), *([answers[len(out) % 2]] if i in answer_at else [])]
+        body = "".join(f"<p>{x}</p>" for x in lines)
+        title = "Harbor Bridge toll for cars at peak hours" if i < 3 else f"Board notes {i}"
+        out.append(CorpusPage(f"https://p{i}.example/toll", (
+            f"<html><head><title>{title}</title></head><body><article>{body}</article></body>"
+            "</html>").encode(), published=f"2024-0{i + 1}-01"))
+    return out
+
+
+def test_a_part_no_page_read_answers_reads_further_results_within_the_fetch_budget(tmp_path: Path) -> None:
+    corpus = _built(tmp_path, _toll_pages(4))
+    question = "How much is the Harbor Bridge toll for cars at peak hours?"
+    rr = _run(question, corpus, tmp_path / "r.sqlite")
+    assert rr.status == "complete", rr.problems
+    by_id = {s.id: s.url for s in rr.sources}
+    assert len(rr.sources) > 3 and "https://p4.example/toll" in {by_id[f.source] for f in rr.findings}
+    assert any("7 dollars" in f.quote for f in rr.findings)
+    _checked(rr, corpus)
+    tight = research(question, Settings(corpus_dir=str(corpus), db_path=str(tmp_path / "t.sqlite")),
+                     options=RunOptions(mode="extractive", limits={"fetches": 4, "reserve": 0.0}))  # type: ignore[arg-type]
+    assert tight.usage.fetches <= 4 and len(tight.sources) <= 4
+
+
+def test_a_part_two_of_the_first_pages_answer_reads_no_further(tmp_path: Path) -> None:
+    corpus = _built(tmp_path, _toll_pages(0, 1))
+    rr = _run("How much is the Harbor Bridge toll for cars at peak hours?", corpus, tmp_path / "r.sqlite")
+    assert len({f.source for f in rr.findings if "7 dollars" in f.quote}) == 2
+    assert rr.usage.fetches == 3 and len(rr.sources) == 3

@@ -131,7 +131,7 @@ def check_json_path(json_path: str | None) -> None:
                           "file path") from None
 
 
-_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~])")
+_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~$])")
 _EMPHASIS_LINE = re.compile(r"^_(.+)_$")
 
 

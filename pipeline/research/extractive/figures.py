@@ -89,12 +89,13 @@ def _periods(sentence: str) -> frozenset[str]:
 
 
 def disagree(question: str, a: str, b: str) -> bool:
-    """Whether sentences `a` and `b` both answer `question` with figures and share none of them.
+    """Whether sentences `a` and `b` both answer `question` with figures, other than those it gives, and share none.
 
     Figures of different quarters or halves of a year ("first quarter" against "second quarter") are two
     periods, not two accounts of one.
     """
-    fa, fb = answer_figures(question, a), answer_figures(question, b)
+    given = {_normal(m.group()) for m in _FIGURE.finditer(question)}  # "787-9" in "How many 787-9 jets" answers nothing
+    fa, fb = answer_figures(question, a) - given, answer_figures(question, b) - given
     pa, pb = _periods(a), _periods(b)
     return bool(fa and fb) and fa.isdisjoint(fb) and not (pa and pb and pa.isdisjoint(pb))
 
