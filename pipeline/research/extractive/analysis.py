@@ -44,7 +44,7 @@ _HEADS: dict[str, frozenset[str]] = {
         population budget salary revenue profit loss value valuation speed distance length height weight size
         capacity margin version release pep rfc""")),
     "title": frozenset(word_list("""
-        book novel film movie song album show series title game app episode play opera poem painting report
+        book novel memoir film movie song album show series title game app episode play opera poem painting report
         paper study headline slogan motto law act bill treaty language exception error module function class
         method keyword package library operator account handle hashtag brand model journal magazine name
         nickname term word phrase""")),
@@ -135,7 +135,8 @@ def _type_of_head(head: str) -> AnswerType | None:
 def _head_after(text: str) -> str | None:
     """The head noun after a wh-word: the last of the lowercase content words that follow it, before any other word
     ("which French company" -> "company", "what weekly value" -> "value", "how many school districts" ->
-    "districts"), or the word before a past-tense verb that follows a known head directly."""
+    "districts"), a figure or a past-tense verb ("which airline ordered 30" -> "airline"); a possessor is the head
+    ("which company's shares" -> "company"); None when a verb comes first ("what caused")."""
     run: list[str] = []
     for word in re.findall(r"[\w'’-]+", text)[:5]:
         if not run and len(word) > 1 and word.isupper():
@@ -143,13 +144,15 @@ def _head_after(text: str) -> str | None:
         if not run and (word[:1].isupper() or word[:1].isdigit()):
             continue
         low = word.lower()
-        if low in STOP_WORDS or word[:1].isupper():
+        if low in STOP_WORDS or word[:1].isupper() or word[:1].isdigit():
             break
+        if _verb_like(low) and not _type_of_head(low):
+            break
+        if low.endswith(("'s", "’s")):
+            return low[:-2]
         run.append(low)
         if len(run) == 3:
             break
-    if len(run) > 1 and _verb_like(run[-1]) and _type_of_head(run[-2]):
-        return run[-2]  # "which architecture firm won" -> "firm", not "won"
     return run[-1] if run else None
 
 
@@ -179,9 +182,9 @@ def _focus(tail: str, wh: str) -> Focus:
         head = _head_after(tail[m.end():])
         return Focus(wh=m.group().lower(), head=head, answer_type="number",
                      slot=_slot(m.group().split()[-1], head if head and _type_of_head(head) else None))
-    if wh in ("which", "what") and (which := _WHICH.match(tail)) is not None:
-        head = _head_after(which.group("rest"))
-        kind = _type_of_head(head) if head else None
+    if wh in ("which", "what") and (which := _WHICH.match(tail)) is not None and (
+            head := _head_after(which.group("rest"))) is not None:
+        kind = _type_of_head(head)
         return Focus(wh=wh, head=head, answer_type=kind or "other", slot=_slot(head if kind else None))
     if _CALLED.match(tail):
         return Focus(wh=wh, answer_type="title")  # "What did Boeing call its approach?", "What is it called?"
@@ -216,8 +219,10 @@ def constraints_of(text: str) -> list[Constraint]:
         while words and words[0].lower().strip(".,") in _NOT_NAMES:
             words.pop(0)  # "According to ...", a clause's first word
         for phrase in re.split(r"\s+(?:and|&)\s+", " ".join(words)):  # "Kevin King and Timothy Weeks": two names
-            if phrase and not all(w.lower().strip(".,") in _DATE_WORDS or _YEAR.fullmatch(w) for w in phrase.split()):
-                add("name", phrase)  # "November 2019" is a date, not a name
+            words_of = phrase.split()
+            if phrase and not (any(w.lower().strip(".,") in _DATE_WORDS for w in words_of) and all(
+                    w.lower().strip(".,") in _DATE_WORDS or w.strip(".,").isdigit() for w in words_of)):
+                add("name", phrase)  # "November 2019" and "March 15" are dates, not names
     years = {c.text for c in found.values() if c.kind == "year"}
     for m in _NUMBER.finditer(text):
         if m.group() not in years and not any(m.group() in c.text for c in found.values() if c.kind != "year"):
@@ -264,7 +269,7 @@ def predicates_of(core: str) -> list[str]:
     counted = wh == "how" and i < len(words) and words[i].lower() in ("many", "much")
     if wh == "how":
         i += 1  # past "many" ("how many people signed"), or past the adjective ("how old is": no verb follows)
-    if wh in ("which", "what") or counted:
+    if wh in ("which", "what", "whose") or counted:
         while i < len(words) and words[i][:1].isupper() and i - first <= 2:
             i += 1  # "which French company"
         head = i

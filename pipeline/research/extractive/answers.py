@@ -16,7 +16,8 @@ from .terms import STOP_WORDS, content_terms, stem, terms_of, word_list
 # A capitalised run (with inner "of", "de", "and" before another capital), a quoted phrase, a figure, a date.
 _NAME = re.compile(r"[A-Z][\w'’.&-]*(?:\s+(?:(?:of|de|la|von|van|del|der|du|and|&)\s+)?[A-Z0-9][\w'’.&-]*)*")
 # A person's name as written: capitalised words (initials, "Jr.", "de", "van" allowed), no code or camel case.
-_PERSON = re.compile(r"(?:(?:Mc|Mac|O'|O’)?[A-Z][a-z'’-]+|[A-Z]\.|[A-Z]{2,})(?:\s+(?:(?:Mc|Mac|O'|O’)?[A-Z][a-z'’-]+|"
+_PERSON = re.compile(r"(?:(?:Mc|Mac|O'|O’)?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’-]+|[A-Z]\.|[A-Z]{2,})(?:\s+(?:(?:Mc|Mac|O'|O’)?"
+                     r"[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’-]+|"
                      r"[A-Z]\.|[A-Z]{2,}|de|van|von|der|"
                      r"da|di|la|le|Jr\.?|Sr\.?|II|III))*(?:'s|’s)?")
 _MIXED_CASE = re.compile(r"(?<![\w@#])[a-z][a-z0-9]*[A-Z][\w]*")

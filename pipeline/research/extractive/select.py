@@ -39,6 +39,9 @@ NEAR_DUPLICATE = 0.6  # term-set Jaccard at or above which a sentence repeats a 
 CONTEXT_SENTENCES = 2  # the context of a sentence: this many either side, and its page's title and lede
 LEDE_SENTENCES = 3
 SHORT_TERMS = 4  # a sentence of at most this many content words is a follow-up of the one before
+for _k, _v in __import__("os").environ.items():  # TEMP ablation
+    if _k.startswith("XC_"):
+        globals()[_k[3:]] = float(_v)
 _LEANING = frozenset(["it", "its", "they", "their", "this", "these", "he", "she", "his", "her", "that", "those"])
 
 _OUTER = re.compile(r"^\W+|\W+$")

@@ -1,0 +1,351 @@
+"""What a question part asks, read as a careful reader would: focus, predicates, constraints, parts, answers."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pipeline.research.extractive.analysis import Part, analyse_part, focus_of, predicates_of
+from pipeline.research.extractive.answers import answer_values
+from pipeline.research.extractive.questions import split_question
+from pipeline.research.extractive.terms import content_terms
+
+ANY = "*"  # a column not checked: "What is the name/title of X?" reports wh="name", a marker rather than a wh-word
+
+
+def wrong(case: Any, reason: str) -> Any:
+    """A case the code gets wrong today: `reason` says what it gives; strict, so a fix shows up as XPASS."""
+    return pytest.param(*case, marks=pytest.mark.xfail(reason=reason, strict=True))
+
+
+def questions(text: str) -> list[str]:
+    return [p.question for p in split_question(text)]
+
+
+def part_of(text: str) -> Part:
+    [sub] = split_question(text)
+    assert sub.part is not None
+    return sub.part
+
+
+def constraint_map(part: Part) -> dict[tuple[str, str], bool]:
+    """(kind, text) -> soft, the text lowercased and without a final full stop ("Jr." and "Jr" are one name)."""
+    return {(c.kind, c.text.strip(" .").lower()): c.soft for c in part.constraints}
+
+
+def value_texts(sentence: str, question: str) -> list[str]:
+    return [v.text for v in answer_values(sentence, analyse_part(question))]
+
+
+# --- focus: wh-word, head noun, answer type, money -----------------------------------------------------------------
+
+FOCUS: list[Any] = [
+    ("Which architecture firm won the 2019 Pritzker Prize, the profession's highest honour?",
+     "which", "firm", "organisation", False),
+    ("How old is Julian Assange, the WikiLeaks founder arrested in London in April 2019?",
+     "how old", None, "number", False),
+    ("When did SpaceX first land an orbital rocket booster back on its launch pad at Cape Canaveral?",
+     "when", None, "date", False),
+    ("Who directed the 2019 South Korean film Parasite, which won the Palme d'Or at Cannes?",
+     "who", None, "name", False),
+    ("In which stadium will the 2022 FIFA World Cup final be played in Qatar?", "which", "stadium", "place", False),
+    ("What is the title of the novel that shared the 2019 Booker Prize with The Testaments?",
+     ANY, "novel", "title", False),
+    ("What is the title of the memoir Michelle Obama published in November 2018?",
+     ANY, "memoir", "title", False),
+    ("How much did Google pay for Fitbit, the wearable fitness tracker maker, in November 2019?",
+     "how much", None, "number", True),
+    ("What caused the blackout that left 38 million people in Argentina and Uruguay without power in June 2019?",
+     "what", None, "other", False),
+    ("How many people were arrested during the Hong Kong protests on July 1, 2019?",
+     "how many", "people", "number", False),
+    ("Which Japanese company bought the British chip designer Arm in 2016?", "which", "company", "organisation", False),
+    ("Which city will host the 2028 Summer Olympics after Paris?", "which", "city", "place", False),
+    ("Where was Boris Johnson, the British prime minister who led the Brexit campaign, born?",
+     "where", None, "place", False),
+    ("Which player scored the winning goal in the 2014 World Cup final between Germany and Argentina?",
+     "which", "player", "person", False),
+    ("What year did the Berlin Wall fall, ending the division of the city into East and West?",
+     "what", "year", "date", False),
+    ("How much does the Apple Mac Pro cost in its base configuration?", "how much", None, "number", True),
+    ("How much did it cost to build the Burj Khalifa, which opened in Dubai in January 2010?",
+     "how much", None, "number", True),
+    ("How much rain fell on Houston during Hurricane Harvey in August 2017?",
+     "how much", "rain", "number", False),
+    ("What percentage of the vote did Emmanuel Macron win in the 2017 French presidential run-off?",
+     "what", "percentage", "number", False),
+    ("What is the price of a first-class stamp in the UK after the March 2020 increase?",
+     "what", "price", "number", True),
+    ("What salary does the Governor of the Bank of England, Andrew Bailey, earn?", "what", "salary", "number", True),
+    ("Who was the CEO of Boeing when the 737 MAX was grounded in March 2019?", "who", None, "name", False),
+    ("Who is the current president of the European Central Bank, the successor of Mario Draghi?",
+     "who", None, "name", False),
+    ("Tell me who won the 2019 Nobel Peace Prize.", "who", None, "name", False),
+    ("What did Boeing call the flight-control software blamed for the two 737 MAX crashes?",
+     "what", None, "title", False),
+    ("What is the name of the company that makes the Roomba robot vacuum cleaner?",
+     ANY, "company", "organisation", False),
+    ("How long did the 2018-2019 United States federal government shutdown last?", "how long", None, "number", False),
+    ("How many years did Nelson Mandela spend in prison before his release in February 1990?",
+     "how many", "years", "number", False),
+    ("On what date did the United Kingdom formally leave the European Union?", "what", "date", "date", False),
+    ("What time did the Notre-Dame de Paris fire start on April 15, 2019?", "what", "time", "date", False),
+    ("Which airline ordered 30 Boeing 787-9 Dreamliners at the 2019 Dubai Air Show?",
+     "which", "airline", "organisation", False),
+    ("Which country did Kevin King and Timothy Weeks, the two professors held by the Taliban, teach in?",
+     "which", "country", "place", False),
+    ("What is the capital of Kazakhstan, which renamed it Nur-Sultan in March 2019?",
+     "what", "capital", "place", False),
+    ("Which singer won the Eurovision Song Contest in 2019 for the Netherlands?", "which", "singer", "person", False),
+    ("Which Democratic candidate dropped out of the presidential race on December 3, 2019?",
+     "which", "candidate", "person", False),
+    ("Which company's shares fell the most on the FTSE 100 on Monday?",
+     "which", "company", "organisation", False),
+    ("How much money did the Ice Bucket Challenge raise for the ALS Association in 2014?",
+     "how much", "money", "number", True),
+    ("How many goals did Lionel Messi score for Barcelona in the 2011-12 season?",
+     "how many", "goals", "number", False),
+    ("How tall is the Burj Khalifa in Dubai, the world's tallest building?", "how tall", None, "number", False),
+    ("Why did Tesla recall 135,000 Model S and Model X vehicles in February 2021?", "why", None, "other", False),
+    ("How did the fire that destroyed the roof of Notre-Dame de Paris in April 2019 start?",
+     "how", None, "other", False),
+    ("What sentence did Patrick W. Carlineo Jr., the Addison man who pleaded guilty to threatening to kill Ilhan Omar, "
+     "receive?", "what", "sentence", "other", False),
+]
+
+
+@pytest.mark.parametrize(("question", "wh", "head", "answer_type", "money"), FOCUS)
+def test_the_focus_is_what_a_reader_would_say_is_asked(question: str, wh: str, head: str | None, answer_type: str,
+                                                       money: bool) -> None:
+    focus = focus_of(question)
+    got = (focus.wh if wh != ANY else ANY, focus.head, focus.answer_type, focus.money)
+    assert got == (wh, head, answer_type, money)
+    assert analyse_part(question).focus == focus
+
+
+# --- predicates: the verb the answer must be said with -------------------------------------------------------------
+
+PREDICATES: list[Any] = [  # Snowball stems: "acquired" -> "acquir", "replace" -> "replac"
+    ("Which architecture firm won the 2019 Pritzker Prize, the profession's highest honour?", ["win"]),
+    ("Who founded Tesla, the electric carmaker now run by Elon Musk?", ["found"]),
+    ("How many people were arrested during the Hong Kong protests on July 1, 2019?", ["arrest"]),
+    ("Which engine maker will power the Boeing 777X, the largest twin-engine jet?", ["power"]),
+    ("Which Japanese company bought the British chip designer Arm in 2016?", ["buy"]),
+    ("Which team signed Antoine Griezmann from Atletico Madrid in July 2019?", ["sign"]),
+    ("Who acquired WhatsApp for $19 billion in 2014?", ["acquir"]),
+    ("Who was arrested at the Ecuadorian embassy in London in April 2019?", ["arrest"]),
+    ("Who will replace Theresa May as leader of the Conservative Party?", ["replac"]),
+    ("Which Democratic candidate dropped out of the presidential race on December 3, 2019?", ["drop"]),
+    ("How many people signed up for Disney+ on its first day in November 2019?", ["sign"]),
+    ("Which airline ordered 30 Boeing 787-9 Dreamliners at the 2019 Dubai Air Show?", ["order"]),
+    ("Which company's shares fell the most on the FTSE 100 on Monday?", ["fall"]),
+    ("Who directed the 2019 South Korean film Parasite, which won the Palme d'Or at Cannes?", ["direct"]),
+    ("Tell me who won the 2019 Nobel Peace Prize.", ["win"]),
+    ("Whose novel shared the 2019 Booker Prize with The Testaments by Margaret Atwood?", ["share"]),
+    ("What did Donald Trump say about the Ukraine call at his September 2019 press conference?", []),
+    ("Who is the CEO of Boeing?", []),
+    ("How old is Julian Assange?", []),
+    ("How many new vehicles had consumers bought by the end of 2020?", []),
+    ("What company did Elon Musk buy in October 2022?", []),
+    ("How many jobs did the Amazon HQ2 deal promise to bring to Queens?", []),
+    ("How many employees has Google laid off since January 2023?", []),
+    ("Who did Boris Johnson appoint as Chancellor of the Exchequer in February 2020?", []),
+    ("What sentence did Patrick W. Carlineo Jr., the Addison man who pleaded guilty to threatening to kill Ilhan Omar, "
+     "receive?", []),
+]
+
+
+@pytest.mark.parametrize(("question", "predicates"), PREDICATES)
+def test_the_predicate_is_the_verb_said_of_the_answer(question: str, predicates: list[str]) -> None:
+    assert analyse_part(question).predicates == predicates
+
+
+def test_predicates_of_reads_a_core_without_its_descriptions() -> None:
+    assert predicates_of("Which engine maker will power the Boeing 777X?") == ["power"]
+    assert predicates_of("What did Donald Trump say?") == []
+
+
+# --- constraints: names, years, dates, numbers, quoted titles; soft in descriptions --------------------------------
+
+CARLINEO = ("What sentence did Patrick W. Carlineo Jr., the Addison, New York man who pleaded guilty to threatening "
+            "to kill Ilhan Omar, receive?")
+SONDLAND = "What did Gordon Sondland tell Donald Trump about Ukraine in July 2019"
+SONDLAND_NAMES = [("name", "Gordon Sondland", False), ("name", "Donald Trump", False), ("name", "Ukraine", False),
+                  ("year", "2019", False), ("name", "David Holmes", True)]
+
+CONSTRAINTS: list[Any] = [
+    wrong((CARLINEO, [("name", "Patrick W. Carlineo Jr.", False), ("name", "Addison", True),
+                      ("name", "New York", True), ("name", "Ilhan Omar", True)], ()),
+          "'New York' is hard: the appositive is cut at the comma after 'Addison'"),
+    ("What sentence did Patrick W. Carlineo Jr., the Addison man who pleaded guilty to threatening to kill Ilhan Omar, "
+     "receive?", [("name", "Patrick W. Carlineo Jr.", False), ("name", "Addison", True), ("name", "Ilhan Omar", True)],
+     ()),
+    (f"{SONDLAND}, according to official David Holmes?", SONDLAND_NAMES, ("July",)),
+    wrong((f"According to official David Holmes, {SONDLAND[0].lower()}{SONDLAND[1:]}?", SONDLAND_NAMES, ("July",)),
+          "'David Holmes' is hard: an attribution before the wh-word is not a description"),
+    ("How many Boeing 787-9 Dreamliners did Emirates order at the Dubai Air Show in November 2019?",
+     [("name", "Boeing 787-9 Dreamliners", False), ("name", "Emirates", False), ("name", "Dubai Air Show", False),
+      ("year", "2019", False)], ("November",)),
+    ("Which American company bought the Israeli self-driving car firm Mobileye in March 2017?",
+     [("name", "American", True), ("name", "Israeli", True), ("name", "Mobileye", False), ("year", "2017", False)],
+     ("March",)),
+    ('Who sang "Bohemian Rhapsody" with Queen at the Live Aid concert at Wembley Stadium in July 1985?',
+     [("quoted", "Bohemian Rhapsody", False), ("name", "Queen", False), ("name", "Live Aid", False),
+      ("name", "Wembley Stadium", False), ("year", "1985", False)], ("July",)),
+    ("What did the Federal Reserve announce about interest rates on March 15, 2020?",
+     [("date", "March 15", False), ("year", "2020", False), ("name", "Federal Reserve", False)], ("March",)),
+    ("How many people died when Hurricane Maria hit Puerto Rico in 2017, according to a George Washington University "
+     "study?", [("name", "Hurricane Maria", False), ("name", "Puerto Rico", False), ("year", "2017", False),
+                ("name", "George Washington University", True)], ()),
+    ("What did Apple pay for the 2,500 patents it bought from Nortel in 2011?",
+     [("number", "2,500", False), ("name", "Apple", False), ("name", "Nortel", False), ("year", "2011", False)], ()),
+    ("What job did Kim Darroch, who resigned as British ambassador to Washington in July 2019, hold before that?",
+     [("name", "Kim Darroch", False), ("name", "British", True), ("name", "Washington", True), ("year", "2019", True)],
+     ("July",)),
+    ("Which country released Kevin King and Timothy Weeks, the two professors held by the Taliban for three years?",
+     [("name", "Kevin King", False), ("name", "Timothy Weeks", False), ("name", "Taliban", True)], ()),
+    ("How many American troops are stationed in Germany?", [("name", "American", True), ("name", "Germany", False)],
+     ()),
+]
+
+
+@pytest.mark.parametrize(("question", "expected", "not_names"), CONSTRAINTS)
+def test_constraints_are_the_names_and_numbers_and_those_in_descriptions_are_soft(
+        question: str, expected: list[tuple[str, str, bool]], not_names: tuple[str, ...]) -> None:
+    got = constraint_map(analyse_part(question))
+    want = {(kind, text.strip(" .").lower()): soft for kind, text, soft in expected}
+    assert {key: got.get(key) for key in want} == want
+    names = [text for kind, text in got if kind == "name"]
+    assert [n for n in names if any(word.lower() in n for word in not_names)] == []
+
+
+# --- parts: how a question is cut --------------------------------------------------------------------------------
+
+LONG_CARLINEO = ("What sentence did Patrick W. Carlineo Jr., the 55-year-old Addison, New York man who pleaded "
+                 "guilty in November 2019 to threatening to assault and murder Ilhan Omar, the Minnesota "
+                 "congresswoman, in a March 2019 phone call to her Washington office, receive in February 2020?")
+LONG_ARDERN = ("When did Jacinda Ardern, the New Zealand prime minister who became the youngest female head of "
+               "government in the world when she took office in October 2017 at the age of 37, announce that she "
+               "would resign, a decision she revealed at a Labour Party retreat in Napier in January 2023?")
+
+PARTS: list[Any] = [
+    ("Which firm designed the new Tottenham Hotspur Stadium, and which company built it?",
+     ["Which firm designed the new Tottenham Hotspur Stadium?", "Which company built it?"]),
+    ("Who founded SpaceX, and how much did NASA pay the company for its first crewed flight in 2020?",
+     ["Who founded SpaceX?", "How much did NASA pay the company for its first crewed flight in 2020?"]),
+    ("What did Boris Johnson, who became prime minister in July 2019, promise about Brexit, and when did the UK leave "
+     "the EU?", ["What did Boris Johnson, who became prime minister in July 2019, promise about Brexit?",
+                 "When did the UK leave the EU?"]),
+    ("How many people were killed in the 2019 Christchurch mosque shootings, and what sentence did the gunman, "
+     "Brenton Tarrant, receive in August 2020?",
+     ["How many people were killed in the 2019 Christchurch mosque shootings?",
+      "What sentence did the gunman, Brenton Tarrant, receive in August 2020?"]),
+    ("Which architecture firm won the 2019 Pritzker Prize, according to the Hyatt Foundation, and what is its "
+     "best-known building?", ["Which architecture firm won the 2019 Pritzker Prize, according to the Hyatt Foundation?",
+                              "What is its best-known building?"]),
+    ("Who won the 2019 Rugby World Cup final in Yokohama, which was played on November 2, 2019 between England and "
+     "South Africa, and who captained the winning side?",
+     ["Who won the 2019 Rugby World Cup final in Yokohama, which was played on November 2, 2019 between England and "
+      "South Africa?", "Who captained the winning side?"]),
+    ("When and where was Nelson Mandela, South Africa's first black president, born?",
+     ["When was Nelson Mandela, South Africa's first black president, born?",
+      "Where was Nelson Mandela, South Africa's first black president, born?"]),
+    (CARLINEO, [CARLINEO]),
+    (LONG_CARLINEO, [LONG_CARLINEO]),
+    (LONG_ARDERN, [LONG_ARDERN]),
+    ("How old was Greta Thunberg, when she addressed the UN Climate Action Summit in New York in September 2019?",
+     ["How old was Greta Thunberg, when she addressed the UN Climate Action Summit in New York in September 2019?"]),
+]
+
+
+@pytest.mark.parametrize(("question", "parts"), PARTS)
+def test_a_question_is_cut_only_where_another_question_starts(question: str, parts: list[str]) -> None:
+    assert questions(question) == parts
+
+
+def test_the_long_questions_are_long() -> None:
+    assert len(LONG_CARLINEO.split()) >= 40 and len(LONG_ARDERN.split()) >= 40
+
+
+def test_a_leading_according_to_is_not_a_part_and_its_source_is_kept() -> None:
+    [sub] = split_question("According to official David Holmes, what did Gordon Sondland tell Donald Trump about "
+                           "Ukraine in a July 2019 phone call?")
+    assert not sub.question.lower().startswith("according")
+    assert "Gordon Sondland" in sub.question
+    assert sub.part is not None
+    assert set(content_terms("David Holmes", stemmed=True)) <= set(sub.part.context_terms + sub.part.terms
+                                                                   + sub.part.described)
+
+
+def test_a_statement_before_the_question_is_context_not_a_part() -> None:
+    part = part_of("I read that Emirates ordered 30 Boeing 787-9 jets at the Dubai Air Show in November 2019. "
+                   "How much was the order worth?")
+    assert part.text == "How much was the order worth?"
+    assert set(content_terms("Emirates Dubai", stemmed=True)) <= set(part.context_terms)
+    assert (part.focus.answer_type, part.focus.money) == ("number", True)
+
+
+def test_a_second_part_leaning_on_it_takes_the_first_parts_topic() -> None:
+    first, second = split_question("Which Japanese company bought Arm, the Cambridge chip designer, in 2016, and how "
+                                   "much did it pay?")
+    assert first.question == "Which Japanese company bought Arm, the Cambridge chip designer, in 2016?"
+    assert second.question == "How much did it pay?"
+    assert second.part is not None and second.part.focus.money
+    assert "arm" in second.part.context_terms
+    assert ("name", "arm") in constraint_map(second.part)
+
+
+# --- answer values: what a sentence offers that the question does not already say ---------------------------------
+
+ANSWERS: list[Any] = [
+    ("Who founded SpaceX in 2002?", "SpaceX was founded in 2002 by Elon Musk, who had just sold PayPal to eBay.",
+     ["Elon Musk"], ["SpaceX"]),
+    ("Who did Boris Johnson appoint as Chancellor of the Exchequer in February 2020, after Sajid Javid resigned?",
+     "Boris Johnson named Rishi Sunak as Chancellor of the Exchequer after Sajid Javid quit on Thursday.",
+     ["Rishi Sunak"], ["Boris Johnson", "Sajid Javid", "Chancellor", "Exchequer", "Thursday"]),
+    ("Which player scored the winning goal in the 2014 World Cup final?",
+     "Mario Götze scored the winner for Germany in extra time at the Maracanã.", ["Mario Götze"], []),
+    ("How many Boeing 787-9 Dreamliners did Emirates order at the Dubai Air Show?",
+     "Emirates ordered 30 Boeing 787-9 Dreamliners at the Dubai Air Show on Wednesday, a deal worth $8.8 billion.",
+     ["30"], ["787", "9", "8.8e9"]),
+    ("How many people were arrested during the Hong Kong protests on July 1, 2019?",
+     "Police said 12 people were arrested after protesters stormed the Legislative Council building on July 1.",
+     ["12"], ["1", "July 1"]),
+    ("When did the United Kingdom leave the European Union?",
+     "The United Kingdom left the European Union at 11pm GMT on January 31, 2020, after 47 years of membership.",
+     ["January 31", "2020"], ["47", "United Kingdom", "European Union"]),
+    ("When did SpaceX first land an orbital rocket booster at Cape Canaveral?",
+     "On December 21, 2015, a Falcon 9 first stage touched down at Landing Zone 1 at Cape Canaveral.",
+     ["December 21", "2015"], ["9", "1"]),
+    ("How much did Google pay for Fitbit?", "Google agreed to pay $2.1 billion for Fitbit, which employs 1,500 people.",
+     ["2.1e9"], ["1500", "1,500"]),  # $2.1 billion, normalised
+    wrong(("How much did Google pay for Fitbit?",
+     "Google will pay $2.1 billion for Fitbit, which has sold more than 100 million devices.",
+     ["2.1e9"], ["100e6"]), "['100e6', '2.1e9']: a count in millions passes as a sum of money"),
+]
+
+
+@pytest.mark.parametrize(("question", "sentence", "found", "not_found"), ANSWERS)
+def test_a_sentence_offers_the_answer_and_not_what_the_question_says(question: str, sentence: str, found: list[str],
+                                                                     not_found: list[str]) -> None:
+    got = value_texts(sentence, question)
+    assert [t for t in found if t not in got] == []
+    assert [t for t in not_found if t in got] == []
+
+
+def test_a_how_many_answer_is_the_one_figure_and_a_when_answer_only_dates() -> None:
+    assert value_texts("Emirates ordered 30 Boeing 787-9 Dreamliners at the Dubai Air Show on Wednesday.",
+                       "How many Boeing 787-9 Dreamliners did Emirates order at the Dubai Air Show?") == ["30"]
+    assert sorted(value_texts("The United Kingdom left the European Union at 11pm GMT on January 31, 2020.",
+                              "When did the United Kingdom leave the European Union?")) == ["2020", "January 31"]
+
+
+def test_a_how_old_answer_is_the_age() -> None:
+    [value] = answer_values("Assange, 47, was carried out of the Ecuadorian embassy in London by police on Thursday.",
+                            analyse_part("How old is Julian Assange?"))
+    assert "47" in value.key and "london" not in value.key
+
+
+def test_an_untyped_part_offers_no_values() -> None:
+    assert value_texts("A fault in the Yacyretá transmission system caused the blackout, officials said.",
+                       "Why did Argentina and Uruguay lose power in June 2019?") == []
