@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .terms import IRREGULAR, STOP_WORDS, content_terms, strip_request, word_list
+from .terms import IRREGULAR, STOP_WORDS, content_terms, stem, strip_request, word_list
 
 AnswerType = Literal["person", "organisation", "place", "name", "number", "date", "title", "other"]
 # The types a sentence must carry a candidate of; "other" (what, why, how) asks for a description.
@@ -83,6 +83,8 @@ _NOT_NAMES = frozenset(word_list("""
 """))
 
 
+# "What happened at X?" asks for what is said of X: its verb names no word an answer would use.
+_EVENT_VERBS = frozenset(stem(w) for w in word_list("happen happened happens happening occur occurred occurs"))
 _DEMONYM = re.compile(r"[A-Z][a-z]+(?:an|ian|ese|ish|ean|i)")
 _DATE_WORDS = frozenset(word_list("""
     january february march april may june july august september october november december jan feb mar apr jun jul
@@ -243,7 +245,7 @@ def analyse_part(text: str, context_terms: list[str] | None = None) -> Part:
     spans = descriptions(text)
     core = "".join(text[a:b] for a, b in zip([0] + [e for _, e in spans], [s for s, _ in spans] + [len(text)],
                                               strict=True))
-    own = content_terms(strip_request(core), stemmed=True)
+    own = [t for t in content_terms(strip_request(core), stemmed=True) if t not in _EVENT_VERBS]
     described = [t for t in content_terms(" ".join(text[a:b] for a, b in spans), stemmed=True) if t not in own]
     extra = [t for t in dict.fromkeys(context_terms or []) if t not in own and t not in described]
     constraints = [c.model_copy(update={"soft": True}) if _DEMONYM.fullmatch(c.text) else c
