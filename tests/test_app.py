@@ -696,7 +696,9 @@ def test_the_scoreboard_shows_each_mode_side_by_side_and_every_question_with_wha
     assert not at.exception and not at.warning  # summary.json is not a bad run file
     assert "Scoreboard" in texts(at, "header") and at.selectbox(key="suite").options == \
         ["smoke (version 1, corpus news, 2 questions)"]
-    metrics = frames(at, "metric")[0].set_index("metric")
+    splits, board = frames(at, "metric")  # dev and test side by side, then every figure per mode
+    assert "dev: answer recall" in splits.columns and list(splits.metric) == ["fixed", "tools", "extractive (no model)"]
+    metrics = board.set_index("metric")
     assert list(metrics.columns) == ["fixed", "tools", "extractive (no model)"]
     assert metrics.loc["lead model"].tolist() == [LEAD, LEAD, "no model"]
     assert metrics.loc["worker model"].tolist() == [WORKER, WORKER, "no model"]

@@ -298,11 +298,11 @@ def test_a_file_that_is_not_json_is_named(tmp_path: Path) -> None:
 
 # --- negative rejection and counterfactual robustness ------------------------------------------------------------
 
-GAP_ONLY = "# Q\n\nThe pages read do not say how many jets Emirates ordered.\n"
+NOT_SAID = "# Q\n\nThe pages read do not say how many jets Emirates ordered.\n"
 
 
 def test_nothing_stated_passes_only_when_no_finding_is_cited() -> None:
-    quiet = grade_run(q(kind="unanswerable", expect_gap=True, expect_nothing_stated=True), run(GAP_ONLY), stored)
+    quiet = grade_run(q(kind="unanswerable", expect_gap=True, expect_nothing_stated=True), run(NOT_SAID), stored)
     assert verdict(quiet, "nothing_stated") and expectation(quiet, "nothing_stated").detail == "no finding cited"
     stated = grade_run(q(kind="unanswerable", expect_gap=True, expect_nothing_stated=True), run(ANSWERED), stored)
     assert not verdict(stated, "nothing_stated") and "F1" in expectation(stated, "nothing_stated").detail

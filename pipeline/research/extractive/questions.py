@@ -44,7 +44,8 @@ _STOP_THEN_CAPITAL = re.compile(r"\.[\"'”’)]*\s+(?=[\"“¿¡(]?[A-Z])")
 # "and"/";" before a clause, or a comma before a question word: the right side may be a question of its own.
 _JOIN = re.compile(r",?\s+(?:and(?:\s+also)?|as\s+well\s+as|plus|but)\s+(?=(?P<a>\w+)(?:\s+(?P<a2>\w+))?"
                    r"(?:\s+(?P<a3>\w+))?)"
-                   r"|;\s*(?=(?P<b>\w+))|,\s+(?=(?P<c>what|when|where|why|how)\b(?:\s+(?P<c2>\w+))?)", re.I)
+                   r"|;\s*(?=(?P<b>\w+))|,\s+(?=(?P<c>what|when|where|why|how|which|who)\b(?:\s+(?P<c2>\w+))?(?:\s+(?P<c3>\w+))?)",
+                   re.I)
 # "When and where was X born?": two wh-words sharing the rest of the question.
 _TWO_WH = re.compile(r"^\s*(?P<a>who|what|when|where|why|how|which)\s+(?:and|or|&)\s+"
                      r"(?P<b>who|what|when|where|why|how|which)\b(?P<rest>.*)$", re.I | re.S)
@@ -106,11 +107,18 @@ def _sentences(text: str) -> list[str]:
 def _opens_question(m: re.Match[str]) -> bool:
     """Whether the clause after the join `m` asks a question of its own: a wh-word, a preposition and a wh-word ("in
     which year"), an auxiliary ("did it ..."); after a bare comma only what/when/where/why/how with an auxiliary or
-    "much"/"many" next ("..., when did it ..."), never a relative clause ("..., who ...", "..., when he was ...")."""
+    "much"/"many" next ("..., when did it ..."), or "which" with a noun and an auxiliary ("..., which languages are
+    spoken?"), or "who" with an auxiliary and "its" ("..., who is its leader?"), never a relative clause ("..., who
+    was ...", "..., which is ...", "..., when he was ...")."""
     if m.group("b"):
         return True
     first = (m.group("a") or m.group("c") or "").lower()
     second = (m.group("a2") or m.group("c2") or "").lower()
+    if m.group("c") and first == "who":  # "..., who is its leader?", not "..., who is the CEO, said"
+        return second in _AUXILIARIES and (m.group("c3") or "").lower() in ("its", "their")
+    if m.group("c") and first == "which":  # "..., which languages are spoken?", not "..., which is based in"
+        third = (m.group("c3") or "").lower()
+        return second not in _AUXILIARIES and second not in _PRONOUNS and third in _AUXILIARIES
     if m.group("c"):
         return second in _AUXILIARIES or first == "how" or (first == "what" and second not in _PRONOUNS)
     third = (m.group("a3") or "").lower()

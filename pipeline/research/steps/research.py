@@ -89,8 +89,10 @@ class FixedResearch:
                 if sid not in ids:
                     ids.append(sid)
             out[sq.id] = ids
-        self.ctx.events.emit(StepEvent(name=STEP, status="finished", mode="fixed", sources=out,
-                                       budget_stopped=self.budget_stopped, part=part))
+        event = StepEvent(name=STEP, status="finished", mode="fixed", sources=out, budget_stopped=self.budget_stopped)
+        if part:  # set only when given, so the payload's keys stay those of stores recorded before it existed
+            event.part = part
+        self.ctx.events.emit(event)
         return out
 
 
