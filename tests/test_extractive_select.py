@@ -283,3 +283,23 @@ def test_a_page_that_never_names_the_subject_of_the_question_is_not_quoted() -> 
     assert select_sentences("What was Tesla's revenue in the third quarter of 2019?", [home_depot]) == []
     picks = select_sentences("What was Home Depot's revenue in the third quarter of 2019?", [home_depot])
     assert any("27.2 billion" in p.text for p in picks)
+
+
+LONG_QUESTION = ("According to the Associated Press report from Buffalo, how many years in federal prison does Patrick "
+                 "W. Carlineo Jr., the Addison, New York man who pleaded guilty in November 2019 to threatening to "
+                 "kill Rep. Ilhan Omar during a phone call to her Washington office, face when he is sentenced?")
+
+
+def test_a_long_question_gets_the_sentence_that_answers_it() -> None:
+    assert len(LONG_QUESTION.split()) >= 40
+    pages = [
+        page("S1", "Patrick W. Carlineo Jr. pleaded guilty on Monday in federal court in Buffalo. He admitted calling "
+                   "the office of Rep. Ilhan Omar in March and threatening to kill her. Carlineo faces up to 10 years "
+                   "in federal prison and a fine of 250,000 dollars when he is sentenced in February. His lawyer "
+                   "declined to comment after the hearing.", title="Addison man pleads guilty to threatening Omar"),
+        page("S2", "Rep. Ilhan Omar spoke at a rally in Minneapolis on Saturday. She thanked supporters for their "
+                   "messages and spoke about health care for two hours.", title="Omar rallies supporters"),
+    ]
+    picks = select_sentences(LONG_QUESTION, pages)
+    assert picks and picks[0].text.startswith("Carlineo faces up to 10 years in federal prison")
+    assert_exact(picks, pages)

@@ -75,6 +75,7 @@ _DESCRIPTION = re.compile(
     r",\s+(?:the|a|an|who|whom|whose|which|that|known|best|widely|now|then|formerly|once)\b[^,?;]*(?=,|\?|$)"
     r"|,?\s*\b(?:according\s+to|as\s+reported\s+by|reported\s+by|cited\s+by)\b[^,?;]*|,\s*per\s+(?:the\s+)?[A-Z][^,?;]*"
     r"|(?<=[A-Za-z])\s+(?:who|whose|which|that)\s+(?!(?:is|was|are|were|did|does|do)\b)[^,?;]*(?=,)", re.I)
+_LEADING_SOURCE = re.compile(r"\s*((?:according\s+to|as\s+reported\s+by|per)\b[^,?;]*),", re.I)
 # Capitalised words that start a question or clause rather than name something.
 _NOT_NAMES = frozenset(word_list("""
     according what which who whom whose when where why how is are was were do does did can could will would should
@@ -237,7 +238,8 @@ def descriptions(text: str) -> list[tuple[int, int]]:
     New York man who ...,"), a relative clause after a name, and an attribution ("according to Snopes")."""
     first = _WH.search(text)
     asked_at = first.end() if first else 0  # the question's own wh-word ("To which base ...") describes nothing
-    return [m.span() for m in _DESCRIPTION.finditer(text) if m.start() >= asked_at]
+    lead = _LEADING_SOURCE.match(text)  # "According to X, how many ...": the attribution before the question
+    return ([lead.span(1)] if lead else []) + [m.span() for m in _DESCRIPTION.finditer(text) if m.start() >= asked_at]
 
 
 def analyse_part(text: str, context_terms: list[str] | None = None) -> Part:
