@@ -303,3 +303,13 @@ def test_a_long_question_gets_the_sentence_that_answers_it() -> None:
     picks = select_sentences(LONG_QUESTION, pages)
     assert picks and picks[0].text.startswith("Carlineo faces up to 10 years in federal prison")
     assert_exact(picks, pages)
+
+
+def test_a_near_miss_that_says_little_of_the_question_is_left_to_a_gap() -> None:
+    question = "How many electric buses does the Portland transit agency operate on its downtown routes in winter?"
+    near = [page("S1", "The Portland transit agency has 40 employees in its customer service office. The office "
+                       "opens at nine.")]
+    assert select_sentences(question, near) == []  # a figure about the agency, not about its buses
+    answer = [page("S1", "The Portland transit agency operates 40 electric buses on its downtown routes in winter. "
+                         "The office opens at nine.")]
+    assert [p.text for p in select_sentences(question, answer)] == [answer[0].text.split(" The office")[0]]
