@@ -50,8 +50,6 @@ class SuiteSummary(_Model):
     splits: dict[str, dict[str, ModeSummary]] = Field(default_factory=dict)
 
 
-
-
 def _mean(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return round(fmean(present), 4) if present else None

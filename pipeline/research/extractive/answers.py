@@ -2,7 +2,7 @@
 the part's answer type that the question itself does not already say.
 
 A sentence answers a typed part only if it offers at least one value (select.py); two quotes answer it differently
-when each offers a value the other never mentions (conflicts in research/steps/answer_conflicts.py).
+when each offers a value the other never mentions (answer_conflicts in research/steps/conflicts.py).
 """
 from __future__ import annotations
 
