@@ -299,7 +299,10 @@ def extract_pdf(data: bytes, *, cpu_seconds: float = 20, page_cpu_seconds: float
 # Text from fonts with no Unicode map comes out as glyph names ("/G21", "g0123", "(cid:12)", "/uni0041") or as
 # private-use and replacement characters. Real text in any script is mostly letters inside words.
 GARBLED_LIMIT = 0.3
-_GLYPH_TOKEN = re.compile(r"^(?:/?(?:g|G|glyph|uni|u)[0-9A-Fa-f]{1,6}|\(cid:\d+\)|/[A-Za-z]?\d+)+$")
+# Linear: each piece is taken whole (possessive), and the digits-only reading is tried first, so no token can be
+# read two ways; the former `(?:/?g[0-9A-F]{1,6}|/[A-Za-z]?\d+)+$` read "/g152" both ways and backtracked
+# exponentially on a long token that failed at its end.
+_GLYPH_TOKEN = re.compile(r"(?:/[A-Za-z]?\d++(?![0-9A-Fa-f])|/?(?:glyph|uni|g|G|u)[0-9A-Fa-f]{1,6}+|\(cid:\d++\))++")
 
 
 def garbled_share(text: str) -> float:
@@ -308,6 +311,6 @@ def garbled_share(text: str) -> float:
     chars = [c for c in text if not c.isspace()]
     if not chars:
         return 0.0
-    bad = sum(len(token) for token in text.split() if _GLYPH_TOKEN.match(token))
+    bad = sum(len(token) for token in text.split() if _GLYPH_TOKEN.fullmatch(token))
     bad += sum(1 for c in chars if c == "\ufffd" or unicodedata.category(c) in ("Co", "Cn"))
     return min(1.0, bad / len(chars))
