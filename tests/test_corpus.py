@@ -194,3 +194,21 @@ def test_a_corpus_opened_for_pages_only_builds_no_index_and_refuses_search(tmp_p
     assert corpus.get("https://example.org/a") is not None and not list(root.glob(".index*"))
     with pytest.raises(ValueError, match="without its search index"):
         corpus.search("words")
+
+
+def test_search_stays_fast_on_a_page_that_repeats_a_common_word(tmp_path: Path) -> None:
+    # 200,000 "the": FTS5's snippet() over the whole row took minutes; snippets now come from a bounded lead.
+    import subprocess
+    import sys
+    flood = CorpusPage(url="https://a.example/bridge", content_type="text/plain",
+                       body=("The new bridge will open in May. " + "the " * 200_000).encode())
+    plain = [CorpusPage(url=f"https://b.example/{i}", content_type="text/plain",
+                        body=f"Page {i}: the bridge over the river opens in June.".encode()) for i in range(3)]
+    build_corpus([flood, *plain], tmp_path).close()
+    script = ("import sys; from pipeline.web.corpus import Corpus; "
+              "hits = Corpus.open(sys.argv[1]).search('When will the new bridge over the river open', 10); "
+              "print(len(hits), hits[0].url, hits[0].snippet[:40])")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[1], check=True)
+    count, url, snippet = done.stdout.split(" ", 2)
+    assert count == "4" and url == "https://a.example/bridge" and snippet.startswith("The new bridge will open")
