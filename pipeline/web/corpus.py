@@ -211,7 +211,7 @@ class Corpus:
             rows = self._db.execute(sql, (match, n)).fetchall()
             snippets = [self._snippet(page_id, match) for page_id, *_ in rows]
         return [SearchResult(title=title or url, url=url, snippet=" ".join(snippet.split()), published=published)
-                for (_, url, title, published), snippet in zip(rows, snippets)]
+                for (_, url, title, published), snippet in zip(rows, snippets, strict=True)]
 
     def _snippet(self, page_id: int, match: str) -> str:
         """About 32 words of the page's lead around the query's terms, else the lead's first words."""

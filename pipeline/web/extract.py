@@ -32,9 +32,12 @@ from pathlib import Path
 import lxml.html
 import trafilatura
 from htmldate import find_date
+from lxml import etree
 from lxml.etree import ParserError
 from pydantic import BaseModel
 from trafilatura.utils import load_html
+
+from pipeline.web.flatten import flatten
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # Invisible to a reader, legible to a model: Unicode tag characters (a hidden second text) and bidi controls
@@ -45,6 +48,10 @@ _INVISIBLE = re.compile("[\U000E0000-\U000E007F\u202A-\u202E\u2066-\u2069]")
 _HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:\.0*)?"
                            r"(?:px|em|rem|pt|%)?\s*(?:;|$|!)|opacity\s*:\s*0(?:\.0*)?\s*(?:;|$|!))", re.I)
 _LXML = threading.Lock()
+_MAX_ATTRIBUTES = 200
+_READ_ATTRIBUTES = frozenset({"id", "class", "style", "hidden", "aria-hidden", "role", "href", "src", "lang",
+                              "content", "name", "property", "itemprop", "datetime", "type", "charset"})
+_DEPTH_CAP = 250  # a tree this deep reached libxml2's nesting limit (255), past which it drops the markup
 # Sizes are counted in non-space characters: recall-minded output keeps the markup's indentation inside lines.
 _FRAGMENT = 4  # precision's text is a fragment when the default mode keeps this many times more
 _MUCH_LONGER = 5  # the baseline must find this many times more than trafilatura's pick to replace it
@@ -105,12 +112,33 @@ def _parse(html: str) -> lxml.html.HtmlElement:
         raise ExtractionError("the page is empty")
     html = _CONTROL.sub("", html)
     tree = load_html(html)
+    if tree is not None and _depth(tree) >= _DEPTH_CAP:  # libxml2 dropped what lies deeper: unwrap and parse again
+        tree = load_html(flatten(html))
     if tree is not None:
-        return tree
+        return _few_attributes(tree)
     try:  # a fragment or text without <html>: trafilatura's loader refuses it as "dubious", lxml wraps it
         return lxml.html.document_fromstring(html)
     except (ParserError, ValueError) as e:
         raise ExtractionError(f"the page is not parseable HTML ({e})") from None
+
+
+def _few_attributes(tree: lxml.html.HtmlElement) -> lxml.html.HtmlElement:
+    # trafilatura and htmldate scan every attribute of every element, some of them once per attribute: one element
+    # with 100,000 attributes took 86 s. No real element has hundreds; past that, only the ones we read stay.
+    for element in tree.iter():
+        if len(element.attrib) > _MAX_ATTRIBUTES:
+            kept = {k: v for k, v in element.attrib.items() if k in _READ_ATTRIBUTES}
+            element.attrib.clear()
+            element.attrib.update(kept)
+    return tree
+
+
+def _depth(tree: lxml.html.HtmlElement) -> int:
+    depth = most = 0
+    for event, _ in etree.iterwalk(tree, events=("start", "end")):
+        depth += 1 if event == "start" else -1
+        most = max(most, depth)
+    return most
 
 
 def _title_of(tree: lxml.html.HtmlElement) -> str | None:
