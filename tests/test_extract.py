@@ -282,3 +282,14 @@ def test_pypdf_failures_are_named_not_a_bare_exit_code(monkeypatch: pytest.Monke
     monkeypatch.setattr(pypdf, "PdfReader", failing_reader)  # a library failure, planted where pypdf raises it
     answer = pdf_worker.extract(REPORT, 10)
     assert answer["ok"] is False and named in str(answer["error"])
+
+
+def test_a_long_glyph_name_token_is_judged_in_linear_time() -> None:
+    # The former pattern read "/g152" two ways and backtracked exponentially when a long token failed at its end.
+    import subprocess
+    import sys
+    script = ("from pipeline.web.extract import garbled_share; "
+              "print(garbled_share('/g152' * 2000 + 'x'), garbled_share('/g152/g131 ' * 1000))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30, check=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.stdout.split() == ["0.0", "1.0"]
