@@ -112,10 +112,11 @@ def test_a_heartbeat_keeps_a_running_run_alive_and_its_absence_marks_it_interrup
         time.sleep(1.5)  # longer than stale_after: only the heartbeat keeps it running
         row = store.run("beating")
         assert row is not None and row.shown_status == "running" and row.heartbeat is not None
-        # A run of another host that fell silent: its process cannot be checked, its heartbeat tells.
+        # A run of another host that fell silent: its process cannot be checked, its heartbeat tells. The beat is
+        # stopped first: a beat landing after the update would make the run look alive again (flaky under load).
+        rec.stop()
         store.db.execute("UPDATE runs SET host = 'other-host', heartbeat = ? WHERE id = 'beating'",
                          (time.time() - 5,))
-        rec.stop()
         row = store.run("beating")
         assert row is not None and row.host == "other-host" and row.shown_status == "interrupted"
         assert [r.status for r in store.runs()] == ["interrupted"]
