@@ -15,8 +15,8 @@ import trafilatura
 from pypdf import PdfReader, PdfWriter
 from trafilatura.utils import load_html
 
+from pipeline.web.charset import decode_text
 from pipeline.web.extract import ExtractionError, extract_html, extract_pdf, extract_text_plain, garbled_share
-from pipeline.web.fetch import decode_text
 
 PAGES = Path(__file__).parent / "fixtures" / "pages"
 TRUTH: dict[str, dict[str, str]] = json.loads((PAGES / "ground-truth.json").read_text(encoding="utf-8"))

@@ -12,8 +12,8 @@ import pytest
 import trafilatura
 from trafilatura.utils import load_html
 
+from pipeline.web.charset import decode_text
 from pipeline.web.extract import _is_hidden, extract_html, extract_text_plain
-from pipeline.web.fetch import decode_text
 
 PAGES = Path(__file__).parent / "fixtures" / "pages"
 

@@ -15,7 +15,7 @@ Folder format:
     DIR/.index.sqlite    the search index, built on first open and reused while the manifest, the files
                          (size, mtime) and the extractor are unchanged; kept in memory when DIR is read-only.
 
-Indexed text is made by the fetcher's own decoding and extraction (charset.decode_text, fetch.extract_document),
+Indexed text is made by the fetcher's own decoding and extraction (workers.read_in_worker, in a worker process),
 so what search matches is what a fetch of the same URL returns. get() finds a page by normalise_url (tracking
 parameters, fragment, trailing slash and host case do not matter) and falls back to the other of http/https.
 Search ignores recency: the frozen web has no "now".
@@ -32,6 +32,7 @@ import tempfile
 import threading
 import zlib
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
@@ -41,16 +42,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pipeline.config import ConfigError
 from pipeline.core.schema import SearchResult
 from pipeline.core.urls import url_key
-from pipeline.web.charset import decode_text
+from pipeline.web.documents import Document
 from pipeline.web.extract import ExtractionError
-from pipeline.web.fetch import SavedPage, extract_document
+from pipeline.web.fetch import SavedPage
 from pipeline.web.search.base import SearchFailed
+from pipeline.web.workers import default_pool
 
 MANIFEST = "manifest.jsonl"
 _FIX = "RESEARCH_CORPUS_DIR to another folder of saved pages"
 SETTINGS = "corpus.json"
 INDEX = ".index.sqlite"
-INDEX_VERSION = "2"  # bump when what is indexed changes, so existing indexes are rebuilt
+INDEX_VERSION = "3"  # bump when what is indexed changes, so existing indexes are rebuilt
 TITLE_WEIGHT = 5.0
 # Snippets come from the first LEAD_CHARS of a page only, held in a table of their own: FTS5's snippet() walks
 # every instance of every query term in the row, so on a page that repeats a common word one search took 23 s
@@ -280,16 +282,14 @@ def _open_existing(index: Path, fingerprint: str) -> sqlite3.Connection | None:
 def _extracted(root: Path, entry: ManifestEntry) -> tuple[str, str | None, str | None]:
     if entry.path is None:  # a saved failure: search shows its title and snippet, as a real engine would
         return entry.snippet or "", entry.title, entry.published
-    body = _load(root, entry)
-    kind = _kind(entry.content_type)
     charset = re.search(r"charset\s*=\s*[\"']?([^\"';\s]+)", entry.content_type, re.I)
-    content: str | bytes = body if kind == "pdf" else decode_text(
-        body, charset.group(1) if charset else None, html=kind == "html")
+    doc = Document(kind=_kind(entry.content_type), body=_load(root, entry), url=entry.url,  # type: ignore[arg-type]
+                   charset=charset.group(1) if charset else None)
     try:
-        doc = extract_document(kind, content, entry.url)  # type: ignore[arg-type]
+        got = default_pool().read(doc)
     except ExtractionError:
         return "", entry.title, entry.published
-    return doc.text, entry.title or doc.title, entry.published or doc.published
+    return got.text, entry.title or got.title, entry.published or got.published
 
 
 def _fill(db: sqlite3.Connection, root: Path, entries: list[ManifestEntry], fingerprint: str) -> None:
@@ -300,16 +300,18 @@ def _fill(db: sqlite3.Connection, root: Path, entries: list[ManifestEntry], fing
         CREATE VIRTUAL TABLE leads USING fts5(lead, tokenize = 'unicode61 remove_diacritics 2');
     """)
     seen: set[str] = set()
+    firsts: list[ManifestEntry] = []
     for entry in entries:
-        key = url_key(entry.url)
-        if key in seen:  # the first line for a URL wins, as in get()
-            continue
-        seen.add(key)
-        text, title, published = _extracted(root, entry)
-        page_id = db.execute("INSERT INTO pages (url, title, published) VALUES (?, ?, ?)",
-                             (entry.url, title, published)).lastrowid
-        db.execute("INSERT INTO docs (rowid, title, body) VALUES (?, ?, ?)", (page_id, title or "", text))
-        db.execute("INSERT INTO leads (rowid, lead) VALUES (?, ?)", (page_id, text[:LEAD_CHARS]))
+        if url_key(entry.url) not in seen:  # the first line for a URL wins, as in get()
+            seen.add(url_key(entry.url))
+            firsts.append(entry)
+    with ThreadPoolExecutor(max_workers=default_pool().size) as readers:  # pages are read in parallel workers
+        for entry, (text, title, published) in zip(firsts, readers.map(lambda e: _extracted(root, e), firsts),
+                                                       strict=True):
+            page_id = db.execute("INSERT INTO pages (url, title, published) VALUES (?, ?, ?)",
+                                 (entry.url, title, published)).lastrowid
+            db.execute("INSERT INTO docs (rowid, title, body) VALUES (?, ?, ?)", (page_id, title or "", text))
+            db.execute("INSERT INTO leads (rowid, lead) VALUES (?, ?)", (page_id, text[:LEAD_CHARS]))
     db.execute("INSERT INTO meta VALUES ('fingerprint', ?)", (fingerprint,))
     db.commit()
 

@@ -14,8 +14,11 @@ The date is htmldate's (original publication date), run by trafilatura's metadat
 or directly when trafilatura keeps nothing. Paragraphs are separated by "\\n". A document with no text at all
 (reader comments aside) raises ExtractionError.
 
-PDF: pypdf in a child process (`python -m pipeline.web.pdf_worker`) that stops itself at the page where its CPU
-budget runs out (the text read so far comes back marked truncated, with the reason), under an address-space
+Fetches and the corpus never call these functions in their own process: workers.py runs them (through
+documents.read_document) in worker processes under CPU, memory and output budgets.
+
+PDF: pypdf (pdf_worker.extract; in extract_pdf, a child process of its own) that stops itself at the page where
+its CPU budget runs out (the text read so far comes back marked truncated, with the reason), under an address-space
 limit, a page limit and a generous wall-clock backstop, so a hostile PDF cannot hang or exhaust the agent.
 """
 from __future__ import annotations
@@ -80,6 +83,10 @@ class Extracted(BaseModel):
 
 class ExtractionError(Exception):
     """The document cannot be turned into text; the message is one line saying why."""
+
+
+class TooCostly(ExtractionError):
+    """Reading the document ran past a worker's CPU or memory budget; the message names the limit ("too_slow: ...")."""
 
 
 def _clean(text: str) -> str:
@@ -150,6 +157,8 @@ def _title_of(tree: lxml.html.HtmlElement) -> str | None:
 def _date_of(tree: lxml.html.HtmlElement, url: str | None) -> str | None:
     try:
         return find_date(tree, url=url, extensive_search=True, original_date=True, outputformat="%Y-%m-%d")
+    except MemoryError:  # the worker's memory limit: named by the worker, never read as "no text"
+        raise
     except Exception:  # htmldate bugs on odd markup must not cost us the page
         return None
 
@@ -169,6 +178,8 @@ def _trafilatura(tree: lxml.html.HtmlElement, url: str | None, precision: bool) 
             deduplicate=False,  # trafilatura's dedup cache is process-wide: it would drop text seen on *other* pages
         )
         return json.loads(raw) if raw else {}
+    except MemoryError:  # the worker's memory limit: named by the worker, never read as "no text"
+        raise
     except Exception:  # a trafilatura failure on odd markup falls back to the baseline rather than losing the page
         return {}
 
@@ -176,6 +187,8 @@ def _trafilatura(tree: lxml.html.HtmlElement, url: str | None, precision: bool) 
 def _baseline(tree: lxml.html.HtmlElement) -> str:
     try:
         return _clean(trafilatura.baseline(tree)[1])
+    except MemoryError:  # the worker's memory limit: named by the worker, never read as "no text"
+        raise
     except Exception:
         return ""
 
@@ -238,8 +251,9 @@ def extract_html(html: str, url: str | None = None) -> Extracted:
     """Main text, title and publication date of a decoded HTML page; ExtractionError when it holds no text.
 
     One page at a time in a process: trafilatura parses with one module-level lxml parser, and two threads
-    parsing with it at once corrupted the heap ("double free", the process aborted) when fetches ran in parallel.
-    Fetching stays parallel; only this CPU-bound step waits its turn.
+    parsing with it at once corrupted the heap ("double free", the process aborted). Fetches read pages in
+    parallel across worker processes (workers.py), each single-threaded, where this lock is never contended; it
+    guards callers that extract in their own process (benchmarks, tests).
     """
     with _LXML:
         return _extract_html(html, url)
@@ -289,10 +303,7 @@ def extract_pdf(data: bytes, *, cpu_seconds: float = 20, page_cpu_seconds: float
     # out and returns the pages before it, marked truncated. CPU time does not stretch when the machine is busy,
     # so load does not cut a document shorter; the wall clock (generous) only stops a stuck or starved child.
     timeout = 3 * cpu_seconds + 10 if timeout is None else timeout
-    env = dict(os.environ)
-    # The child must import this package even when it is run from a checkout rather than installed.
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    env = child_env()
     cmd = [sys.executable, "-m", "pipeline.web.pdf_worker", "--max-pages", str(max_pages),
            "--max-memory-mb", str(max_memory_mb), "--cpu-seconds", repr(float(cpu_seconds)),
            "--page-cpu-seconds", repr(float(page_cpu_seconds))]
@@ -309,9 +320,23 @@ def extract_pdf(data: bytes, *, cpu_seconds: float = 20, page_cpu_seconds: float
         last = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
         raise ExtractionError(f"PDF extraction failed (worker exit code {proc.returncode}"
                               + (f": {' '.join(last[0].split())[:160]}" if last[0] else "") + ")") from None
+    return pdf_extracted(answer)
+
+
+def child_env() -> dict[str, str]:
+    """The environment for a child process of this package: ours, with this checkout first on PYTHONPATH (the
+    child must import the package even when it is run from a checkout rather than installed)."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def pdf_extracted(answer: dict[str, object]) -> Extracted:
+    """The Extracted of a PDF from pdf_worker.extract's answer: cleaned, and refused when empty or garbled."""
     if not answer.get("ok"):
         raise ExtractionError(str(answer.get("error") or "PDF extraction failed"))
-    text = _clean(answer.get("text") or "")
+    text = _clean(str(answer.get("text") or ""))
     if not text:
         if answer.get("truncated"):  # nothing read before the budget ran out: say so, not "no text"
             raise ExtractionError(f"the PDF yielded no text before extraction was cut short ({answer.get('reason')})")
@@ -320,8 +345,9 @@ def extract_pdf(data: bytes, *, cpu_seconds: float = 20, page_cpu_seconds: float
     if share > GARBLED_LIMIT:
         raise ExtractionError(f"the PDF's text is garbled: {share:.0%} of it is glyph names or characters with no "
                               "meaning (its fonts have no Unicode map), so nothing in it can be quoted")
-    return Extracted(title=answer.get("title") or None, text=text, published=answer.get("published") or None,
-                     truncated=bool(answer.get("truncated")), truncated_reason=answer.get("reason") or None)
+    return Extracted(title=str(answer.get("title") or "") or None, text=text,
+                     published=str(answer.get("published") or "") or None, truncated=bool(answer.get("truncated")),
+                     truncated_reason=str(answer.get("reason") or "") or None)
 
 
 # Text from fonts with no Unicode map comes out as glyph names ("/G21", "g0123", "(cid:12)", "/uni0041") or as

@@ -14,6 +14,9 @@ Policy that callers and tests rely on:
   wait may outlast it, so a slow drip gets `timeout`. (The one name lookup is bounded by the system resolver.)
 - Types: HTML, XHTML, plain text, PDF; others are `unsupported_type`, and so is a document extract.py cannot
   read (a malformed PDF, a page with no text), as the closest of the fixed kinds.
+- Reading: decoding and extraction run in a worker process (workers.py) under a CPU, memory and output budget;
+  a page past its budget is `too_large` with a reason that starts "too_slow:" and gives the CPU seconds, or is
+  kept from its first bytes, marked truncated.
 - Text: BOM, then the header charset, then a <meta> charset, then UTF-8, then detection; labels browsers read as
   Windows code pages (iso-8859-1, ascii, shift_jis, ...) are decoded as those code pages.
 - Per Fetcher (one run): successes are cached by normalised URL (original and final), failures are remembered
@@ -30,7 +33,7 @@ import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 from urllib.parse import urljoin
 
 import httpcore
@@ -42,14 +45,14 @@ from pipeline.core.event_types import FetchEvent
 from pipeline.core.events import EventSink, NullSink
 from pipeline.core.schema import ErrorKind, FetchResult
 from pipeline.core.urls import url_key
-from pipeline.web.charset import decode_text
-from pipeline.web.extract import Extracted, ExtractionError, extract_html, extract_pdf, extract_text_plain
+from pipeline.web.documents import Document, Kind
+from pipeline.web.extract import Extracted, ExtractionError, TooCostly
 from pipeline.web.guard import Blocked, Resolver, Vetted, check_url, default_resolver
 from pipeline.web.transport import DeadlineBackend, GuardedTransport
+from pipeline.web.workers import read_in_worker
 
 MAX_REDIRECTS = 5
-Kind = Literal["html", "text", "pdf"]
-Extractor = Callable[[Kind, str | bytes, str], Extracted]
+Extractor = Callable[[Document], Extracted]
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _KINDS: dict[str, Kind] = {"text/html": "html", "application/xhtml+xml": "html", "text/plain": "text",
@@ -81,14 +84,6 @@ class CorpusLike(Protocol):
     """Saved pages by URL; None when the corpus does not hold the URL."""
 
     def get(self, url: str) -> SavedPage | None: ...
-
-
-def extract_document(kind: Kind, content: str | bytes, url: str) -> Extracted:
-    """Title, text and date of a decoded page (html/text) or raw PDF bytes, via extract.py."""
-    if kind == "pdf":
-        return extract_pdf(content if isinstance(content, bytes) else content.encode())
-    text = content if isinstance(content, str) else content.decode("utf-8", "replace")
-    return extract_html(text, url=url) if kind == "html" else extract_text_plain(text)
 
 
 class _Failure(Exception):
@@ -163,7 +158,7 @@ class Fetcher:
     def __init__(self, settings: Settings, *, resolve: Resolver = default_resolver,
                  network_backend: httpcore.NetworkBackend | None = None, ssl_context: ssl.SSLContext | None = None,
                  budget: Budget | None = None, events: EventSink | None = None, corpus: CorpusLike | None = None,
-                 extract: Extractor = extract_document, clock: Callable[[], float] = time.monotonic,
+                 extract: Extractor = read_in_worker, clock: Callable[[], float] = time.monotonic,
                  loader: PageLoader | None = None) -> None:
         self._loader = loader or WebPages(settings, resolve=resolve, network_backend=network_backend,
                                           ssl_context=ssl_context, budget=budget, corpus=corpus, extract=extract,
@@ -220,7 +215,7 @@ class WebPages:
     def __init__(self, settings: Settings, *, resolve: Resolver = default_resolver,
                  network_backend: httpcore.NetworkBackend | None = None, ssl_context: ssl.SSLContext | None = None,
                  budget: Budget | None = None, corpus: CorpusLike | None = None,
-                 extract: Extractor = extract_document, clock: Callable[[], float] = time.monotonic) -> None:
+                 extract: Extractor = read_in_worker, clock: Callable[[], float] = time.monotonic) -> None:
         self._settings, self._resolve, self._budget, self._corpus = settings, resolve, budget, corpus
         self._backend = network_backend or httpcore.SyncBackend()
         self._ssl = ssl_context or httpx.create_ssl_context()
@@ -339,14 +334,15 @@ class WebPages:
         return _Page(final_url, response.status_code, media, charset, kind, data, truncated)
 
     def _extracted(self, url: str, page: _Page) -> FetchResult:
-        content: str | bytes = page.body
-        if page.kind != "pdf":
-            content = decode_text(page.body, page.charset, html=page.kind == "html", truncated=page.truncated)
+        doc = Document(kind=page.kind, body=page.body, url=page.final_url, charset=page.charset,
+                       truncated=page.truncated)
+        origin = _Origin(page.final_url, page.status, page.media_type)
         try:
-            extracted = self._extract(page.kind, content, page.final_url)
+            extracted = self._extract(doc)  # decoded and read in a worker process, under its budgets
+        except TooCostly as e:
+            raise _Failure("too_large", str(e), origin) from None  # "too_slow: ... 8 s of CPU"
         except ExtractionError as e:
-            raise _Failure("unsupported_type", f"the {page.kind.upper()} could not be read: {e}",
-                           _Origin(page.final_url, page.status, page.media_type)) from None
+            raise _Failure("unsupported_type", f"the {page.kind.upper()} could not be read: {e}", origin) from None
         return FetchResult(ok=True, url=url, final_url=page.final_url, status=page.status,
                            content_type=page.media_type, title=page.title or extracted.title,
                            text=extracted.text, published=page.published or extracted.published,

@@ -46,6 +46,9 @@ NEAR_DUPLICATE = 0.6  # term-set Jaccard at or above which a sentence repeats a 
 # no dev effect from 0.6 to 0.9: it keeps one wire story from being quoted twice.
 CONTEXT_SENTENCES = 2  # the context of a sentence: this many either side, and its page's title and lede
 LEDE_SENTENCES = 3
+# A cost bound, not a tuned weight: up to this page length, a sentence said anywhere earlier on the page is found
+# (a scan from the top for each sentence: quadratic); past it, only an identical earlier sentence, in linear time.
+FULL_SCAN_CHARS = 100_000
 SHORT_TERMS = 4  # a sentence of at most this many content words is a follow-up of the one before
 _LEANING = frozenset(["it", "its", "they", "their", "this", "these", "he", "she", "his", "her", "that", "those"])
 
@@ -107,10 +110,15 @@ class SentenceIndex:
             lowered = text.lower()
             vocabulary: set[str] = set()
             index.first.append(len(index.sentences))
+            said: set[str] = set()
             for span in split_sentences(text):
                 if len(_OUTER.sub("", span.text)) < MIN_PICK_CHARS:
                     continue
-                if lowered.find(span.text.lower(), 0, span.end) < span.start:
+                low = span.text.lower()
+                earlier = (lowered.find(low, 0, span.end) < span.start if len(text) <= FULL_SCAN_CHARS
+                           else low in said)
+                said.add(low)
+                if earlier:
                     continue  # already said earlier on the page: a quote of it would be located there
                 terms = terms_of(span.text)
                 if not terms:
