@@ -29,7 +29,8 @@ from pipeline.config import Settings
 from pipeline.core.budget import Budget, Phase
 from pipeline.core.events import ListSink
 from pipeline.core.schema import BudgetLimits, FetchResult
-from pipeline.web.fetch import MAX_REDIRECTS, Fetcher, SavedPage, decode_text
+from pipeline.web.charset import decode_text
+from pipeline.web.fetch import MAX_REDIRECTS, Fetcher, SavedPage
 from tests.fakes.web_server import Route, WebServer
 
 ROOT = Path(__file__).resolve().parent.parent
