@@ -2,10 +2,14 @@
 and raw HTML never reach a Markdown viewer, and citations, numbers and the question's own URLs are untouched."""
 from __future__ import annotations
 
+import re
+
 from pipeline.core.schema import Finding, Source
+from pipeline.research.steps import defang as defang_module
 from pipeline.research.steps.checks import Evidence
 from pipeline.research.steps.defang import defang, defanged_url
 from pipeline.research.steps.write import sources_section
+from tests.regex_audit import token_texts
 
 FETCHED = ["https://qdrant.tech/pricing/", "https://docs.example.org/a?b=1"]
 
@@ -67,3 +71,29 @@ def test_www_addresses_and_urls_after_an_underscore_are_defanged_too() -> None:
                  ["https://ok.example/p"])
     assert "www[.]evil[.]example/?d=1" in out and "_hxxps://evil[.]example/x_" in out
     assert "https://ok.example/p" in out
+
+
+def test_images_links_and_autolinks_are_read_as_the_former_patterns_read_them() -> None:
+    # The former patterns read on from every start of a run of near-matches: unclosed "![" or "<https://", "[" with
+    # no "]", "[a](a" with no ")" (the url's run shared by every link that starts in it), "[" opening line after line.
+    image = re.compile(r"!\[([^\]]*)\]\(([^)]*)\)|!\[([^\]]*)\]\[[^\]]*\]")
+    link = re.compile(r"(?<![!\\])\[([^\]]+)\]\(\s*<?([^)\s>]+)>?(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
+    ref_def = re.compile(r"^ {0,3}\[[^\]]+\]:[ \t]*<?([^\s>]+)>?.*(?:\n|$)", re.M)
+    autolink = re.compile(r"<((?:https?|ftp)://[^>\s]+)>", re.I)
+    tokens = ["!", "[", "]", "(", ")", "![", "](", "a", " ", "   ", "\n", "<", ">", "http://", "HTTPS://", "ftp://",
+              "x", '"', "'", "\\", ":", "[^1]:"]
+    for text in token_texts(tokens, count=6000):
+        assert defang_module._without_images(text) == image.sub(
+            lambda m: f"{(m.group(1) or m.group(3) or 'image').strip()} (image removed)", text), text
+        assert defang_module._links(text, lambda whole, words, url: f"<{whole}|{words}|{url}>") == link.sub(
+            lambda m: f"<{m.group(0)}|{m.group(1)}|{m.group(2)}>", text), text
+        assert defang_module._REF_DEF.sub(lambda m: m.group() if m.group("open") is not None or m.group(1) == "x"
+                                          else "", text) == ref_def.sub(lambda m: m.group() if m.group(1) == "x"
+                                                                        else "", text), text
+        assert [(m.span(), m.groups()) for m in autolink.finditer(text)] == [
+            (m.span(), m.groups()[:-1]) for m in defang_module._AUTOLINK.finditer(text) if m.group("open") is None]
+    # An unclosed image or "<https://x..." is left to the later steps, as before: escaped, then defanged as a bare
+    # URL; an image by reference after an image's "(" that never closes still goes.
+    assert defang("![a ![b](c) <https://x.example <https://y.example>", []) == (
+        "a ![b (image removed) &lt;hxxps://x[.]example hxxps://y[.]example")
+    assert defang("![a](x ![c][d] and ![e", []) == "![a](x c (image removed) and ![e"

@@ -1,14 +1,17 @@
 """What a question part asks, read as a careful reader would: focus, predicates, constraints, parts, answers."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
+from pipeline.research.extractive import analysis, answers, terms
 from pipeline.research.extractive.analysis import Part, analyse_part, focus_of, predicates_of
 from pipeline.research.extractive.answers import answer_values
 from pipeline.research.extractive.questions import split_question
 from pipeline.research.extractive.terms import content_terms
+from tests.regex_audit import token_texts
 
 ANY = "*"  # a column not checked: "What is the name/title of X?" reports wh="name", a marker rather than a wh-word
 
@@ -348,3 +351,49 @@ def test_a_how_old_answer_is_the_age() -> None:
 def test_an_untyped_part_offers_no_values() -> None:
     assert value_texts("A fault in the Yacyretá transmission system caused the blackout, officials said.",
                        "Why did Argentina and Uruguay lose power in June 2019?") == []
+
+
+# --- the linear forms of former patterns give what they gave (tests/test_regex_linear.py audits the time) ----------
+
+NAME_TOKENS = [" ", "  ", "\n", ",", "?", ";", "Bo", "x", "1", "2.5", "-", ".", "'", "_", "é", "of", "the", "and", "&",
+               "who", "is", "according", "to", "per", "name", "title", "a", "an", "Jr", "II", "Mc", "D", "5"]
+
+
+def test_names_descriptions_and_requests_are_read_as_the_former_patterns_read_them() -> None:
+    # Each former pattern took time quadratic in a space run or in a number (exponential for the person pattern).
+    name_of = re.compile(r"\b(?:name|title)\s+of\s+(?:the|a|an|its|his|her|their)?\s*(?P<head>[a-z]+)", re.I)
+    name = re.compile(r"(?:[A-Z][\w'’.-]*|\d[\w.-]*[A-Za-z][\w.-]*)(?:\s+(?:of|de|la|von|van|del|der|du|the|and|&)"
+                      r"(?=\s+[A-Z])|\s+(?:[A-Z][\w'’.-]*|\d[\w.-]*))*")
+    description = re.compile(
+        r",\s+(?:the|a|an|who|whom|whose|which|that|known|best|widely|now|then|formerly|once)\b[^,?;]*(?=,|\?|$)"
+        r"|,?\s*\b(?:according\s+to|as\s+reported\s+by|reported\s+by|cited\s+by)\b[^,?;]*|,\s*per\s+(?:the\s+)?[A-Z]"
+        r"[^,?;]*|(?<=[A-Za-z])\s+(?:who|whose|which|that)\s+(?!(?:is|was|are|were|did|does|do)\b)[^,?;]*(?=,)", re.I)
+    person = re.compile(r"(?:(?:Mc|Mac|O'|O’)?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’-]+|[A-Z]\.|[A-Z]{2,})(?:\s+(?:(?:Mc|Mac|O'|O’)?"
+                        r"[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’-]+|[A-Z]\.|[A-Z]{2,}|de|van|von|der|da|di|la|le|Jr\.?|Sr\.?|II|III))*"
+                        r"(?:'s|’s)?")
+    capitalised = re.compile(r"[A-Z][\w'’.&-]*(?:\s+(?:(?:of|de|la|von|van|del|der|du|and|&)\s+)?[A-Z0-9][\w'’.&-]*)*")
+    for text in token_texts(NAME_TOKENS, count=4000):
+        old, new = name_of.search(text), analysis._NAME_OF.search(text)
+        assert (old and (old.span(), old.groupdict())) == (new and (new.span(), new.groupdict())), text
+        assert [m.span() for m in name.finditer(text)] == [
+            m.span() for m in analysis._NAME.finditer(text) if m.group("number") is None], text
+        assert [m.span() for m in description.finditer(text)] == [
+            m.span() for m in analysis._DESCRIPTION.finditer(text)], text
+        assert re.split(r"\s+(?:and|&)\s+", text) == re.split(r"(?<!\s)\s++(?:and|&)\s++", text), text
+        assert bool(person.fullmatch(text)) == bool(answers._PERSON.fullmatch(text)), text
+        assert [m.span() for m in capitalised.finditer(text)] == [m.span() for m in answers._NAME.finditer(text)]
+
+
+def test_requests_and_tokens_are_read_as_the_former_patterns_read_them() -> None:
+    request = re.compile(
+        r"^\s*(?:(?:please|kindly)\s*,?\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+        r"(?:tell\s+me|show\s+me|give\s+me|let\s+me\s+know|explain(?:\s+to\s+me)?|describe|find(?:\s+out)?|list|"
+        r"summari[sz]e|look\s+up|search(?:\s+for)?|research|i\s+(?:want|would\s+like|need)\s+to\s+know|"
+        r"do\s+you\s+know|i\s+wonder)\b[\s,:]*", re.I)
+    letters = rf"(?:[^\W_]|[{terms._MARKS}])+"
+    token = re.compile(rf"\d+(?:[.,]\d+)*(?![^\W_])|(?:[^\W\d_]\.){{2,}}|{letters}(?:['\u2019]{letters})*")
+    tokens = [" ", "  ", ",", ":", "\n", "please", "Kindly", "can", "you", "tell", "me", "find", "out", "outside", "i",
+              "want", "to", "know", "1", "2.5", ".", "'", "’", "a", "\u0301", "\u0966", "क"]
+    for text in token_texts(tokens, count=4000):
+        assert terms.strip_request(text) == request.sub("", text, count=1), text
+        assert terms._TOKEN.findall(text) == token.findall(text), text

@@ -1,9 +1,12 @@
 """Answer figures and the conflicts they make in extractive runs (pipeline/research/extractive/figures.py)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from pipeline.research.extractive.figures import answer_figures, disagree
+from pipeline.research.extractive.figures import ages, answer_figures, disagree
+from tests.regex_audit import token_texts
 
 WEWORK = "How many employees does WeWork have?"
 
@@ -32,3 +35,13 @@ def test_figures_about_something_else_do_not_count() -> None:
                 "$8 billion.")
     assert answer_figures(WEWORK, sentence) == frozenset()
     assert answer_figures(WEWORK, "The company had 12,500 employees on June 30.") == frozenset({"12500"})
+
+
+def test_ages_are_found_where_the_former_pattern_found_them() -> None:
+    # The former pattern's "Name, 55," form started again at each capital of a long word (quadratic).
+    former = re.compile(r"\b\d{1,3}[- ]years?[- ]old\b|\baged? \d{1,3}\b|[A-Z][\w.'’-]+, \d{1,3},")
+    tokens = [" ", ",", ", ", "1", "12", "1234", "-", "years", "year", "old", "aged", "Ab", "b", ".", "'", "_", "É",
+              "5-years-old", ", 4,", "x"]
+    for text in token_texts(tokens, count=5000):
+        assert ages(text) == [m.group() for m in former.finditer(text)], text
+    assert ages("Patrick W. Carlineo Jr., 55, and a 48-year-old man, aged 50") == ["Jr., 55,", "48-year-old", "aged 50"]

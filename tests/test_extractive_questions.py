@@ -1,14 +1,18 @@
 """The extractive mode's question splitter: sub-questions, their queries, the cap, and bad input."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from pipeline.research.extractive import questions as q
 from pipeline.research.extractive.questions import (
     MAX_QUESTION_CHARS,
     content_terms,
     split_question,
     split_question_result,
 )
+from tests.regex_audit import token_texts
 
 
 def questions(text: str, **kw) -> list[str]:
@@ -186,3 +190,27 @@ def test_tokenize_gives_each_term_with_its_offsets_in_the_text():
     got = list(tokenize(text))
     assert [t for t, _, _ in got] == ["us", "pay", "1200", "hawley", "film"]  # stemmed for matching
     assert [text[s:e] for _, s, e in got] == ["U.S.", "paid", "1,200", "Hawley’s", "films"]
+
+
+# --- the linear forms of former patterns give what they gave (tests/test_regex_linear.py audits the time) ----------
+
+
+def test_joins_lists_and_entities_are_read_as_the_former_patterns_read_them() -> None:
+    # Each former pattern took time quadratic in a space run or in a long number.
+    join = re.compile(r",?\s+(?:and(?:\s+also)?|as\s+well\s+as|plus|but)\s+(?=(?P<a>\w+)(?:\s+(?P<a2>\w+))?"
+                      r"(?:\s+(?P<a3>\w+))?)|;\s*(?=(?P<b>\w+))|,\s+(?=(?P<c>what|when|where|why|how|which|who)\b"
+                      r"(?:\s+(?P<c2>\w+))?(?:\s+(?P<c3>\w+))?)", re.I)
+    list_sep = re.compile(r",\s+(?:(?:and|or)\s+)?|\s+(?:and|or)\s+", re.I)
+    entity = re.compile(r"\b(?:[A-Z][\w'’.-]*|\d[\d.,%]*\w*)"
+                        r"(?:\s+(?:[A-Z][\w'’.-]*|\d[\d.,%]*|(?:of|de|la|von|van)\b))*")
+    particles = re.compile(r"(?:\s+(?:of|de|la|von|van))+$")
+    tokens = [" ", "  ", "\t", ",", ";", "and", "And", "also", "as", "well", "plus", "but", "what", "who", "x", "Bo",
+              "1", "2.5", "%", "of", "de", "von", "la", "'", "-", "."]
+    for text in token_texts(tokens, count=4000):
+        assert [(m.span(), m.groupdict()) for m in join.finditer(text)] == [
+            (m.span(), m.groupdict()) for m in q._JOIN.finditer(text)], text
+        assert [m.span() for m in list_sep.finditer(text)] == [m.span() for m in q._LIST_SEP.finditer(text)]
+        assert [m.span() for m in entity.finditer(text)] == [m.span() for m in q._ENTITY.finditer(text)]
+        assert q._without_last_particles(text) == particles.sub("", text), text
+    assert q._without_last_particles("Bank of  de") == "Bank"
+    assert q._without_last_particles("Angola") == "Angola"

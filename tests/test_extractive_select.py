@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from pipeline.research.extractive import sentences
 from pipeline.research.extractive.select import (
     MIN_PICK_CHARS,
     PageText,
@@ -16,6 +18,7 @@ from pipeline.research.extractive.select import (
     split_sentences,
 )
 from pipeline.research.extractive.sentences import MAX_SENTENCE_CHARS
+from tests.regex_audit import token_texts
 
 REPO = Path(__file__).resolve().parent.parent
 NEWS = REPO / "benchmarks" / "corpora" / "news"
@@ -313,3 +316,38 @@ def test_a_near_miss_that_says_little_of_the_question_is_left_to_a_gap() -> None
     answer = [page("S1", "The Portland transit agency operates 40 electric buses on its downtown routes in winter. "
                          "The office opens at nine.")]
     assert [p.text for p in select_sentences(question, answer)] == [answer[0].text.split(" The office")[0]]
+
+
+# --- the linear forms of former patterns give what they gave (tests/test_regex_linear.py audits the time) ----------
+
+
+def test_sentence_ends_words_and_paragraphs_are_read_as_before() -> None:
+    # The former _END and _LAST_WORD restarted at each character of a long run (quadratic), and paragraphs were
+    # built by copying the paragraph so far at each hard-wrapped line (quadratic).
+    end = re.compile(r"[.!?…]+[\"'”’»)\]]*(?=\s|$)|[。！？]+[」』”’)]*")
+    last_word = re.compile(r"[\w.'’-]*$")
+    line = re.compile(r"[^\n]+")
+
+    def former_blocks(text: str) -> list[tuple[int, int]]:
+        blocks: list[tuple[int, int]] = []
+        for m in line.finditer(text):
+            if not m.group().strip():
+                continue
+            if blocks:
+                prev = text[blocks[-1][0]:blocks[-1][1]].rstrip()
+                between = text[blocks[-1][1]:m.start()]
+                if between.count("\n") == 1 and m.group()[:1].islower() and prev and prev[-1] not in ".!?:;\"”’)]":
+                    blocks[-1] = (blocks[-1][0], m.end())
+                    continue
+            blocks.append((m.start(), m.end()))
+        return blocks
+
+    tokens = [" ", "\n", "\n\n", ".", "..", "!", "?", "…", '"', "”", ")", "。", "」", "a", "B", "U.S", "'", "-", ":"]
+    for text in token_texts(tokens, count=3000):
+        assert [m.span() for m in end.finditer(text)] == [m.span() for m in sentences._END.finditer(text)], text
+        assert sentences._blocks(text) == former_blocks(text), text
+        for stop in range(len(text) + 1):
+            window = text[max(0, stop - 40):stop].removesuffix("\n")
+            old = last_word.search(text, max(0, stop - 40), stop)
+            new = sentences._WORD_REVERSED.match(window[::-1])
+            assert (old and old.group()) == (new and new.group()[::-1]), (text, stop)

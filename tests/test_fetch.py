@@ -11,6 +11,7 @@ import gzip
 import ipaddress
 import json
 import os
+import re
 import socket
 import ssl
 import subprocess
@@ -29,9 +30,11 @@ from pipeline.config import Settings
 from pipeline.core.budget import Budget, Phase
 from pipeline.core.events import ListSink
 from pipeline.core.schema import BudgetLimits, FetchResult
+from pipeline.web import charset
 from pipeline.web.charset import decode_text
 from pipeline.web.fetch import MAX_REDIRECTS, Fetcher, SavedPage
 from tests.fakes.web_server import Route, WebServer
+from tests.regex_audit import token_texts
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_V4 = "93.184.216.34"
@@ -638,3 +641,13 @@ def test_a_redirect_to_an_unparseable_location_is_blocked_with_the_reason(locati
         fetcher, _ = fetcher_for(web)
         result = fetcher.fetch(web.url("/r"))
     assert not result.ok and result.error_kind == "blocked" and reason in (result.error or "")
+
+
+def test_a_meta_charset_is_read_as_the_former_pattern_read_it() -> None:
+    # Only the group is read. The former pattern split a long space run between two `\s*` in quadratically many
+    # ways, and read each unclosed <meta from its start to the end.
+    former = re.compile(rb"<meta[^>]*?charset\s*=\s*[\"']?\s*([a-zA-Z0-9_.:-]+)", re.I)
+    tokens = ["<meta", "<META", " ", ">", "charset", "CharSet", "=", "'", '"', "utf-8", "x", "<", "\t"]
+    for text in token_texts(tokens, count=4000):
+        old, new = former.search(text.encode()), charset._META_CHARSET.search(text.encode())
+        assert (old and old.group(1)) == (new and new.group(1)), text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from pipeline.core.budget import Budget, Grant, Phase
 from pipeline.core.event_types import Event
 from pipeline.core.schema import BudgetLimits
 from pipeline.models.anthropic import LLM, WEB_SEARCH_TOOL, LLMError
-from pipeline.models.replies import REPAIR_INTRO
+from pipeline.models.replies import REPAIR_INTRO, _unfenced
 from tests.fakes.anthropic_api import (
     FakeAnthropic,
     FakeReply,
@@ -32,6 +33,7 @@ from tests.fakes.anthropic_api import (
     reply_tool_use,
     reply_web_search,
 )
+from tests.regex_audit import token_texts
 
 KEY = "sk-ant-test-" + "Zq7" * 10
 LEAD = "claude-sonnet-5-5"
@@ -476,3 +478,10 @@ def test_a_caller_catching_llm_error_prints_no_traceback() -> None:
     assert [line.split(": ")[1] for line in lines] == ["overloaded", "server", "timeout", "malformed", "refusal"]
     assert lines[0] == "overloaded: overloaded: Anthropic is overloaded (HTTP 529); try again in a few minutes"
     assert KEY not in proc.stdout
+
+
+def test_a_reply_is_unfenced_as_the_former_pattern_unfenced_it() -> None:
+    # `\s*```$` restarted at each character of a long space run (quadratic).
+    former = re.compile(r"^```(?:json)?\s*|\s*```$")
+    for text in token_texts([" ", "\n", "\t", "```", "`", "json", "{}", "x"], count=3000):
+        assert _unfenced(text) == former.sub("", text.strip()), text

@@ -8,7 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core.quotes import MAX_GAP_CHARS, MIN_QUOTE_CHARS, QuoteIndex, Span, find_quote
+from pipeline.core.quotes import (
+    _PLAIN,
+    _STABLE,
+    MAX_GAP_CHARS,
+    MIN_QUOTE_CHARS,
+    QuoteIndex,
+    Span,
+    _strip_edges,
+    find_quote,
+)
+from tests.regex_audit import token_texts
 
 GROUND_TRUTH = Path(__file__).resolve().parents[2] / "shared" / "data" / "extraction" / "ground-truth.json"
 
@@ -412,3 +422,23 @@ def test_real_article_sentences_are_found_and_forgeries_are_not() -> None:
         assert index.find(mangle(rng, body[start:end])) == Span(start, end), body[start:end]
         forged = body[start:end] + " " + rng.choice(FOREIGN_WORDS)
         assert index.find(mangle(rng, forged)) is None
+
+
+# --- the linear forms of former patterns give what they gave (tests/test_regex_linear.py audits the time) ----------
+
+
+def test_quote_edges_are_stripped_as_the_former_pattern_stripped_them() -> None:
+    # The former _EDGES: a run of omission marks before a last word ("a ... ... x") backtracked exponentially.
+    omission = r"\[ ?\.(?: ?\.){2,} ?\]|\( ?\.(?: ?\.){2,} ?\)|\.(?: ?\.){2,}"
+    former = re.compile(rf"^(?:[ \"']|{omission})+|(?:[ \"']|{omission})+$")
+    for text in token_texts([" ", ".", "..", ". .", "[", "]", "(", ")", '"', "'", "a"], count=5000):
+        assert _strip_edges(text) == former.sub("", text), text
+    assert _strip_edges("'... the plan [...] works ... '") == "the plan [...] works"
+
+
+def test_plain_runs_are_read_as_the_former_pattern_read_them() -> None:
+    former = re.compile(rf"[{_STABLE}]+(?: [{_STABLE}]+)*")
+    for text in token_texts(["a", " ", "  ", "B.", "\u00e9", "\u0301", "\n", "\u4e00"], count=500):
+        for i in range(len(text) + 1):
+            old, new = former.match(text, i), _PLAIN.match(text, i)
+            assert (old and old.span()) == (new and new.span()), (text, i)

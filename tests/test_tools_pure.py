@@ -5,8 +5,9 @@ import re
 
 import pytest
 
-from pipeline.core.untrusted import TAG, wrap
+from pipeline.core.untrusted import TAG, defuse, wrap
 from pipeline.research.tools.calculate import calculate
+from tests.regex_audit import token_texts
 
 
 @pytest.mark.parametrize("expr,expected", [
@@ -47,3 +48,10 @@ def test_wrapped_page_cannot_close_the_delimiter() -> None:
 def test_each_wrap_uses_a_fresh_nonce() -> None:
     a, b = wrap("t", source_id="S1"), wrap("t", source_id="S1")
     assert a != b
+
+
+def test_a_tag_is_defused_where_the_former_pattern_defused_one() -> None:
+    # The former pattern split a long space run between its two `\s*` in quadratically many ways.
+    former = re.compile(r"<\s*/?\s*untrusted[_\s-]*page", re.IGNORECASE)
+    for text in token_texts(["<", " ", "/", "untrusted", "UNTRUSTED", "_", "-", "page", "x"], count=3000):
+        assert defuse(text) == former.sub(lambda m: m.group(0).replace("<", "‹"), text), text

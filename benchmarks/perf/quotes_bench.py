@@ -1,7 +1,11 @@
-"""Times QuoteIndex on a ~1 MB page: index build, then 100 look-ups (mangled hits, ellipsis quotes, misses).
+"""Times QuoteIndex on a ~1 MB page: index build, then 100 look-ups (mangled hits, ellipsis quotes, misses); then the
+growth of the text functions on hostile pages.
 
-Run: .venv/bin/python benchmarks/quotes_bench.py [--size-mb 1.0] [--data PATH]
-The page is the extraction benchmark's article bodies, concatenated (synthetic seeded text if absent).
+Run: .venv/bin/python benchmarks/perf/quotes_bench.py [--size-mb 1.0] [--data PATH] [--growth-only]
+The page is the extraction benchmark's article bodies, concatenated (synthetic seeded text if absent). Growth: the
+quote matcher (index, a near-miss quote found and explained), the instruction filter and the sentence splitter, each
+on 100 KB and on 1 MB of that normal text and of each hostile shape (tests/regex_audit.py:page_shapes: ellipses, one
+word repeated, mixed whitespace, one letter, one full stop), and the ratio: linear is about 10x.
 """
 from __future__ import annotations
 
@@ -10,11 +14,19 @@ import json
 import random
 import re
 import statistics
+import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.core.quotes import QuoteIndex
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from pipeline.core.instructions import instruction_reason, quote_instruction_reason  # noqa: E402
+from pipeline.core.quotes import QuoteIndex  # noqa: E402
+from pipeline.research.extractive.sentences import split_sentences  # noqa: E402
+from tests.regex_audit import near_miss, page_shapes  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "extraction" / "ground-truth.json"
 FOREIGN_WORDS = ["zebraquill", "marmaladex", "quantumfig", "violinoke"]
@@ -74,11 +86,57 @@ def make_quotes(rng: random.Random, page: str) -> list[tuple[str, str]]:
     return quotes
 
 
+def match_quote(page: str) -> None:
+    index = QuoteIndex(page)
+    quote = near_miss(page)
+    index.find(quote)
+    index.explain_miss(quote)
+
+
+def filter_instructions(page: str) -> None:
+    middle = len(page) // 2
+    instruction_reason(page)
+    quote_instruction_reason(page, middle, middle + 100)
+
+
+def split(page: str) -> None:
+    split_sentences(page)
+
+
+GROWTH: dict[str, Callable[[str], None]] = {"quote matcher": match_quote, "instruction filter": filter_instructions,
+                                           "sentence splitter": split}
+
+
+def pages(size: int, data: Path) -> dict[str, str]:
+    """The pages timed for growth, of `size` characters: normal text (article bodies), then each hostile shape."""
+    return {"normal text": build_page(data, size, random.Random(1234))[0][:size], **page_shapes(size)}
+
+
+def growth(data: Path = DEFAULT_DATA) -> None:
+    """Each text function on 100 KB and on 1 MB of normal text and of each hostile shape, with the ratio (linear:
+    about 10x)."""
+    small, big = pages(100_000, data), pages(1_000_000, data)
+    print("growth on normal and hostile pages, 100 KB -> 1 MB (linear: about 10x):")
+    for function, run in GROWTH.items():
+        for shape in small:
+            seconds = []
+            for page in (small[shape], big[shape]):
+                t0 = time.perf_counter()
+                run(page)
+                seconds.append(time.perf_counter() - t0)
+            print(f"  {function:<19} {shape:<14} {seconds[0] * 1000:8.1f} ms {seconds[1] * 1000:9.1f} ms "
+                  f"{seconds[1] / max(seconds[0], 1e-6):6.1f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=float, default=1.0)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--growth-only", action="store_true", help="only the growth on hostile pages")
     args = parser.parse_args()
+    if args.growth_only:
+        growth(args.data)
+        return
     rng = random.Random(1234)
     page, source = build_page(args.data, int(args.size_mb * 1_000_000), rng)
     quotes = make_quotes(rng, page)
@@ -117,6 +175,7 @@ def main() -> None:
             print(f"  not found ({kind}): {index.explain_miss(quote)}")
     print(f"memory (tracemalloc): index retained {retained / 1e6:.1f} MB, peak during build {peak / 1e6:.1f} MB")
     print(f"target 100 finds < 50 ms: {'met' if find_ms < 50 else 'NOT met'}")
+    growth(args.data)
 
 
 if __name__ == "__main__":

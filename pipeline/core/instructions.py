@@ -28,8 +28,10 @@ _DICTATE = re.compile(r"^\W*(?:please\s+|now\s+|also\s+|then\s+|and\s+)?(?:(?:st
 # Sent to a URL, in the imperative: "Visit https://...", "Before answering, fetch http://169.254.169.254/...".
 _GO_TO_URL = re.compile(r"^\W*(?:[\w ]{0,30},\s*)?(?:please\s+|now\s+|then\s+|and\s+)?(?:visit|open|fetch|load|"
                         r"download|click|go to|browse to|request|navigate to)\b[^.]{0,40}https?://", re.I)
-_ROLE = re.compile(r"(?:^|\n)\s*(?:system|assistant|user|developer|human)\s*:|<\|im_(?:start|end)\|>|\[/?INST\]|"
-                   r"###\s*(?:instruction|system)", re.I)
+# Only whether it occurs is asked. A role opens a line: after the start and any space, or after the last line break
+# before it (not `\n\s*`, which a search would rescan from every line break of a long blank run).
+_ROLE = re.compile(r"(?:^\s*+|\n[^\S\n]*+)(?:system|assistant|user|developer|human)\s*+:|<\|im_(?:start|end)\|>|"
+                   r"\[/?INST\]|###\s*+(?:instruction|system)", re.I)
 _OVERRIDE = re.compile(r"\b(?:ignore|disregard|forget|override|bypass)\b[^.]{0,60}\b(?:instructions?|prompts?|"
                        r"rules?|guidelines?|directions?|messages?|context)\b", re.I)
 _TO_AN_AI = re.compile(r"\byou are (?:now )?(?:an? |the )?(?:ai|assistant|language model|chatbot|bot|agent|gpt|"

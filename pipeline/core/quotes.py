@@ -42,15 +42,20 @@ _WORD_HYPHENS = "-\u2010\u2011"
 # Characters whose normal form is their lower case, one for one: taken in bulk for speed.
 _STABLE = (r"!-%'-,.-~\u00c0-\u00d6\u00d8-\u00de\u00e0-\u00f6\u00f8-\u00ff\u0400-\u045f"
            r"\u3041-\u3096\u30a1-\u30fa\u4e00-\u9fff\uac00-\ud7a3")
-_PLAIN = re.compile(rf"[{_STABLE}]+(?: [{_STABLE}]+)*")
+_PLAIN = re.compile(rf"[{_STABLE}]++(?: [{_STABLE}]++)*+")
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 _SPACES = re.compile(r"\s+")
 _INLINE_SPACE = r"[^\S\n\r\x0b\x0c\x85\u2028\u2029]*"
 _BREAK_HYPHEN = re.compile(rf"(?<=[^\W\d_])[-\u2010\u00ad]{_INLINE_SPACE}(?:\r\n|[\n\r\x0b\x0c\x85\u2028\u2029])"
                            rf"{_INLINE_SPACE}(?=[^\W\d_])")
-_OMISSION = r"\[ ?\.(?: ?\.){2,} ?\]|\( ?\.(?: ?\.){2,} ?\)|\.(?: ?\.){2,}"
+_DOTS = r"\.(?: ?\.){2,}"
+_OMISSION = rf"\[ ?{_DOTS} ?\]|\( ?{_DOTS} ?\)|{_DOTS}"
 _SPLIT = re.compile(rf" ?(?:{_OMISSION}) ?")
-_EDGES = re.compile(rf"^(?:[ \"']|{_OMISSION})+|(?:[ \"']|{_OMISSION})+$")
+# Spaces, quotation marks and omission marks at the ends of a quote. The trailing run is matched on the reversed
+# quote: a search for a run that reaches the end would start again at each of its characters (quadratic in its
+# length). An omission mark reads the same reversed, but for its brackets.
+_LEADING_EDGES = re.compile(rf"(?:[ \"']|{_OMISSION})++")
+_TRAILING_EDGES_REVERSED = re.compile(rf"(?:[ \"']|\] ?{_DOTS} ?\[|\) ?{_DOTS} ?\(|{_DOTS})++")
 _NEGATION = re.compile(r"\b(?:not|no|never|cannot|nor|neither|none|nothing|nobody|nowhere)\b|n't\b")
 
 _TOO_SHORT = f"quote is shorter than {MIN_QUOTE_CHARS} characters; quote a longer exact passage"
@@ -100,7 +105,7 @@ class QuoteIndex:
 
     def _locate(self, quote: str, *, explain: bool) -> Span | str | None:
         # A broken hyphen kept in a quote is matched by _walk, so quotes are not joined: "cheese-\nor" stays.
-        q = _EDGES.sub("", "".join(_Normaliser(quote, join_broken_words=False).parts))
+        q = _strip_edges("".join(_Normaliser(quote, join_broken_words=False).parts))
         pieces = [p for p in (s.strip(" \"'") for s in _SPLIT.split(q)) if p]  # a piece may be quoted on its own
         if sum(map(len, pieces)) < MIN_QUOTE_CHARS:
             return _TOO_SHORT
@@ -241,6 +246,14 @@ class QuoteIndex:
 
     def _span(self, start: int, end: int) -> Span:
         return Span(self._starts[start], self._wide_ends.get(end - 1, self._starts[end - 1] + 1))
+
+
+def _strip_edges(q: str) -> str:
+    """A normalised quote (no line breaks) without the spaces, quotation marks and omission marks at its ends."""
+    lead = _LEADING_EDGES.match(q)
+    start = lead.end() if lead else 0
+    trail = _TRAILING_EDGES_REVERSED.match(q[::-1], 0, len(q) - start)
+    return q[start:len(q) - trail.end()] if trail else q[start:]
 
 
 def _clip(s: str, limit: int = 40) -> str:

@@ -6,7 +6,9 @@ import secrets
 
 TAG = "untrusted_page"
 # Any spelling of our tag inside page text is defused, so a page cannot fake an end marker.
-_TAG_LIKE = re.compile(r"<\s*/?\s*untrusted[_\s-]*page", re.IGNORECASE)
+# Runs taken whole (`*+`): split between the two `\s*` around an optional "/", a long space run was tried in
+# quadratically many ways.
+_TAG_LIKE = re.compile(r"<\s*+/?\s*+untrusted[_\s-]*+page", re.IGNORECASE)
 
 
 def defuse(text: str) -> str:

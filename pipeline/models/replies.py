@@ -13,7 +13,7 @@ from pipeline.models.base import LLMError, OutputInvalid, T
 
 REPAIR_INTRO = "Your previous reply did not match the required JSON schema:"
 REPAIR_ASK = "Reply again with only the corrected JSON, nothing else."
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
+_OPENING_FENCE = re.compile(r"```(?:json)?\s*+")
 
 
 def parse_structured(text: str, stop_reason: str | None, output: type[T]) -> tuple[T | None, list[str]]:
@@ -21,10 +21,19 @@ def parse_structured(text: str, stop_reason: str | None, output: type[T]) -> tup
     if stop_reason == "max_tokens":
         return None, ["the reply was cut off at the token limit before the JSON was complete; be more concise"]
     try:
-        return output.model_validate_json(_FENCE.sub("", text.strip())), []
+        return output.model_validate_json(_unfenced(text)), []
     except ValidationError as e:
         return None, [f"{'.'.join(str(p) for p in err['loc']) or '(whole reply)'}: {err['msg']}"
                       for err in e.errors()[:10]]
+
+
+# Plain code, not `\s*```$`: a search for the closing fence started again at each character of a long space run.
+def _unfenced(text: str) -> str:
+    """The reply without its surrounding whitespace and the ``` fence (```json ... ```) a model may put around JSON."""
+    text = text.strip()
+    opening = _OPENING_FENCE.match(text)
+    body = text[opening.end():] if opening else text
+    return body[:-3].rstrip() if body.endswith("```") else body
 
 
 def repair_request(problems: list[str]) -> str:

@@ -7,7 +7,10 @@ import re
 from charset_normalizer import from_bytes
 
 _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
-_META_CHARSET = re.compile(rb"<meta[^>]*?charset\s*=\s*[\"']?\s*([a-zA-Z0-9_.:-]+)", re.I)
+# Only its group is read. A tag is read up to the next "<meta" at most: a charset past it is found from there, the
+# same one, and unclosed tags are not each read to the end (quadratic). Space runs are taken whole (`*+`): split
+# between the two `\s*` around an optional quote, a long run was tried in quadratically many ways.
+_META_CHARSET = re.compile(rb"<meta(?:(?!<meta)[^>])*?charset\s*+=\s*+[\"']?\s*+([a-zA-Z0-9_.:-]+)", re.I)
 # Browsers decode these labels as the Windows code pages that extend them (WHATWG Encoding); pages rely on it.
 _SUPERSETS = {"iso8859-1": "cp1252", "ascii": "cp1252", "iso8859-9": "cp1254", "iso8859-11": "cp874",
               "tis-620": "cp874", "shift_jis": "cp932", "euc_kr": "cp949", "gb2312": "gb18030", "gbk": "gb18030",

@@ -55,7 +55,9 @@ _WHEN = re.compile(r"\b(?:when|since\s+when|by\s+when)\b", re.I)
 _WHERE = re.compile(r"\bwhere\b", re.I)
 _WHO = re.compile(r"\bwho(?:m|se)?\b", re.I)
 _WHICH = re.compile(r"\b(?:which|what)\b(?:\s+(?:is|was|are|were)\s+the)?(?P<rest>(?:\s+[\w'’.-]+){1,4})", re.I)
-_NAME_OF = re.compile(r"\b(?:name|title)\s+of\s+(?:the|a|an|its|his|her|their)?\s*(?P<head>[a-z]+)", re.I)
+# Space runs are taken whole (`++`, `*+`): split between `\s+` and `\s*`, a long run was tried in quadratically
+# many ways.
+_NAME_OF = re.compile(r"\b(?:name|title)\s++of\s++(?:the|a|an|its|his|her|their)?\s*+(?P<head>[a-z]+)", re.I)
 _WH_WORDS = frozenset(["which", "what", "who", "whom", "whose", "how", "when", "where", "why"])
 _MONEY = re.compile(r"\bhow\s+much\b.*\b(?:cost|costs|pay|paid|pays|price|priced|worth|spend|spent|charge|charged|"
                     r"earn|earned|raise|raised|fund|funding|sell|sold|fetch|fine|fined|invest|invested|money|"
@@ -68,13 +70,21 @@ _YEAR = re.compile(r"(?<![\w.,])(?:1[5-9]\d\d|20\d\d)(?![\w]|[.,]\d)")
 _MONTH_DAY = re.compile(r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2}\b")
 _QUOTED = re.compile(r"[\"“«]([^\"“”«»]{2,80})[\"”»]")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:-]\d+)*[a-z]?(?![\w])", re.I)
-# A capitalised run: "Dubai Air Show", "Bank of England", "Patrick Carlineo Jr.", "787-9 Dreamliner".
-_NAME = re.compile(r"(?:[A-Z][\w'’.-]*|\d[\w.-]*[A-Za-z][\w.-]*)(?:\s+(?:of|de|la|von|van|del|der|du|the|and|&)"
-                   r"(?=\s+[A-Z])|\s+(?:[A-Z][\w'’.-]*|\d[\w.-]*))*")
+# A capitalised run: "Dubai Air Show", "Bank of England", "Patrick Carlineo Jr.", "787-9 Dreamliner". A digit with
+# no ASCII letter after it in its word is matched too, to the word's end, as group "number" (skipped): failing as a
+# name, it made the search start again at each digit after it and read on to the word's end (quadratic).
+_NAME = re.compile(r"(?:[A-Z][\w'’.-]*+|\d[\w.-]*[A-Za-z][\w.-]*+)(?:\s++(?:of|de|la|von|van|del|der|du|the|and|&)"
+                   r"(?=\s+[A-Z])|\s++(?:[A-Z][\w'’.-]*+|\d[\w.-]*+))*+|(?P<number>\d[\w.-]*+)")
+# Runs are taken whole (`++`, `*+`) where what follows cannot start with what they take. An attribution's space run
+# is matched from its first character only ((?<!\s)): a search would otherwise start again at each character of a
+# long run and read on to its end. After a relative pronoun, the old `\s+(?!(?:is|...)\b)` gave back one space when
+# "is" followed (a run of two or more spaces matched): `\s(?=\s)` says so without retrying the clause per space.
 _DESCRIPTION = re.compile(
-    r",\s+(?:the|a|an|who|whom|whose|which|that|known|best|widely|now|then|formerly|once)\b[^,?;]*(?=,|\?|$)"
-    r"|,?\s*\b(?:according\s+to|as\s+reported\s+by|reported\s+by|cited\s+by)\b[^,?;]*|,\s*per\s+(?:the\s+)?[A-Z][^,?;]*"
-    r"|(?<=[A-Za-z])\s+(?:who|whose|which|that)\s+(?!(?:is|was|are|were|did|does|do)\b)[^,?;]*(?=,)", re.I)
+    r",\s++(?:the|a|an|who|whom|whose|which|that|known|best|widely|now|then|formerly|once)\b[^,?;]*+(?=,|\?|$)"
+    r"|,?(?<!\s)\s*+\b(?:according\s++to|as\s++reported\s++by|reported\s++by|cited\s++by)\b[^,?;]*+"
+    r"|,\s*+per\s++(?:the\s++)?[A-Z][^,?;]*+"
+    r"|(?<=[A-Za-z])\s++(?:who|whose|which|that)(?:\s++(?!(?:is|was|are|were|did|does|do)\b)|\s(?=\s))[^,?;]*+(?=,)",
+    re.I)
 _LEADING_SOURCE = re.compile(r"\s*((?:according\s+to|as\s+reported\s+by|per)\b[^,?;]*),", re.I)
 # Capitalised words that start a question or clause rather than name something.
 _NOT_NAMES = frozenset(word_list("""
@@ -218,10 +228,13 @@ def constraints_of(text: str) -> list[Constraint]:
     for m in _MONTH_DAY.finditer(text):
         add("date", m.group())
     for m in _NAME.finditer(text):
+        if m.group("number") is not None:
+            continue
         words = m.group().split()
         while words and words[0].lower().strip(".,") in _NOT_NAMES:
             words.pop(0)  # "According to ...", a clause's first word
-        for phrase in re.split(r"\s+(?:and|&)\s+", " ".join(words)):  # "Kevin King and Timothy Weeks": two names
+        # "Kevin King and Timothy Weeks": two names. (?<!\s) and `++`: as in _DESCRIPTION.
+        for phrase in re.split(r"(?<!\s)\s++(?:and|&)\s++", " ".join(words)):
             words_of = phrase.split()
             if phrase and not (any(w.lower().strip(".,") in _DATE_WORDS for w in words_of) and all(
                     w.lower().strip(".,") in _DATE_WORDS or w.strip(".,").isdigit() for w in words_of)):

@@ -10,16 +10,19 @@ import re
 from typing import NamedTuple
 
 from .analysis import NAMED, Part
-from .figures import AGE, WINDOW, answer_figures
+from .figures import WINDOW, ages, answer_figures
 from .terms import STOP_WORDS, content_terms, stem, terms_of, word_list
 
-# A capitalised run (with inner "of", "de", "and" before another capital), a quoted phrase, a figure, a date.
-_NAME = re.compile(r"[A-Z][\w'’.&-]*(?:\s+(?:(?:of|de|la|von|van|del|der|du|and|&)\s+)?[A-Z0-9][\w'’.&-]*)*")
+# A capitalised run (with inner "of", "de", "and" before another capital), a quoted phrase, a figure, a date. Runs
+# are taken whole (`*+`, `++`): what follows each never starts with what it takes.
+_NAME = re.compile(r"[A-Z][\w'’.&-]*+(?:\s++(?:(?:of|de|la|von|van|del|der|du|and|&)\s++)?[A-Z0-9][\w'’.&-]*+)*+")
 # A person's name as written: capitalised words (initials, "Jr.", "de", "van" allowed), no code or camel case.
+# Each word reads one way only: "Jr", "Sr", "II" and "III" are capitalised words already, so only "Jr." and "Sr."
+# are listed. (Read two ways each, a run of them that failed at its end was retried in exponentially many ways.)
 _PERSON = re.compile(r"(?:(?:Mc|Mac|O'|O’)?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’-]+|[A-Z]\.|[A-Z]{2,})(?:\s+(?:(?:Mc|Mac|O'|O’)?"
                      r"[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’-]+|"
                      r"[A-Z]\.|[A-Z]{2,}|de|van|von|der|"
-                     r"da|di|la|le|Jr\.?|Sr\.?|II|III))*(?:'s|’s)?")
+                     r"da|di|la|le|Jr\.|Sr\.))*(?:'s|’s)?")
 _MIXED_CASE = re.compile(r"(?<![\w@#])[a-z][a-z0-9]*[A-Z][\w]*")
 _SUM = re.compile(r"[$€£¥]|\b(?:dollars?|euros?|pounds?|yen|yuan|rupees?|francs?|usd|eur|gbp|million|billion|"
                   r"trillion|bn|m)\b|e[369]$|e12$", re.I)
@@ -99,7 +102,7 @@ def answer_values(sentence: str, part: Part) -> list[Value]:
     elif kind in NAMED:
         raw = names(sentence)
     elif part.focus.wh == "how old":  # an age as ages are written: "48-year-old", "aged 55", "Assange, 47,"
-        raw = [m.group() for m in AGE.finditer(sentence)]
+        raw = ages(sentence)
     elif kind == "number":  # a figure beside the part's words: "30 ... jets", not a day of a month or a page count
         raw = sorted(answer_figures(" ".join([part.text, *part.context_terms, *part.described]), sentence))
         wanted = {*part.terms, *part.context_terms, *part.described}

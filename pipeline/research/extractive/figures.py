@@ -25,8 +25,45 @@ _KINDS = (
                         r"player|brand|group|organi[sz]ation|agency|version|model|product)\b|\bwhere\b|\bwhat "
                         r"(?:company|country|city|team|brand|name|firm|version)\b|\bnamed?\b", re.I)),
 )
-# "48-year-old", "aged 55", "Patrick W. Carlineo Jr., 55," (an age after a name)
-AGE = re.compile(r"\b\d{1,3}[- ]years?[- ]old\b|\baged? \d{1,3}\b|[A-Z][\w.'’-]+, \d{1,3},")
+# "48-year-old", "aged 55"; and "Patrick W. Carlineo Jr., 55," (an age after a name), found by ages()
+_AGE_WORDS = re.compile(r"\b\d{1,3}[- ]years?[- ]old\b|\baged? \d{1,3}\b")
+_AGE_AFTER_WORD = re.compile(r", \d{1,3},")
+_WORD_MARKS = "_.'’-"  # with letters and digits, what the word before an age may hold
+
+
+# ages() finds what `\b\d{1,3}[- ]years?[- ]old\b|\baged? \d{1,3}\b|[A-Z][\w.'’-]+, \d{1,3},` found, in code for the
+# last form: a search for it started again at each capital of a long word and read on to the word's end.
+def ages(sentence: str) -> list[str]:
+    """The ages of `sentence` as written, in order: "48-year-old", "aged 55", "Assange, 47,"."""
+    found: list[str] = []
+    words, named = _AGE_WORDS.search(sentence), _age_after_word(sentence, 0)
+    while True:
+        span = words.span() if words is not None else None
+        if span is None or named is not None and named[0] < span[0]:
+            span = named  # at one position the first forms win, as in the alternation
+        if span is None:
+            return found
+        found.append(sentence[span[0]:span[1]])
+        if words is not None and words.start() < span[1]:
+            words = _AGE_WORDS.search(sentence, span[1])
+        if named is not None and named[0] < span[1]:
+            named = _age_after_word(sentence, span[1])
+
+
+def _age_after_word(text: str, pos: int) -> tuple[int, int] | None:
+    """The span of the first "Word, 55," starting at or after `pos`: the word's first capital (with one character or
+    more of the word after it) to the comma after the age."""
+    at = pos
+    while (m := _AGE_AFTER_WORD.search(text, at)) is not None:
+        first, i = None, m.start()
+        while i > pos and (text[i - 1].isalnum() or text[i - 1] in _WORD_MARKS):
+            i -= 1
+            if "A" <= text[i] <= "Z" and i < m.start() - 1:
+                first = i
+        if first is not None:
+            return first, m.end()
+        at = m.start() + 1
+    return None
 
 
 def answer_kinds(question: str) -> set[str]:
@@ -64,7 +101,7 @@ def answer_figures(question: str, sentence: str) -> frozenset[str]:
     kinds = answer_kinds(question)
     found: set[str] = set()
     if "age" in kinds:
-        found |= {_normal(n) for m in AGE.finditer(sentence) for n in re.findall(r"\d{1,3}", m.group())}
+        found |= {_normal(n) for age in ages(sentence) for n in re.findall(r"\d{1,3}", age)}
     wanted = set(content_terms(question, stemmed=True))
     if not wanted:
         return frozenset(found)

@@ -42,16 +42,22 @@ _ENDS = _QUESTION_MARKS + "!;。！"
 _HARD_END = re.compile(r"[?？؟!;。！]+|\n+")
 _STOP_THEN_CAPITAL = re.compile(r"\.[\"'”’)]*\s+(?=[\"“¿¡(]?[A-Z])")
 # "and"/";" before a clause, or a comma before a question word: the right side may be a question of its own.
-_JOIN = re.compile(r",?\s+(?:and(?:\s+also)?|as\s+well\s+as|plus|but)\s+(?=(?P<a>\w+)(?:\s+(?P<a2>\w+))?"
-                   r"(?:\s+(?P<a3>\w+))?)"
-                   r"|;\s*(?=(?P<b>\w+))|,\s+(?=(?P<c>what|when|where|why|how|which|who)\b(?:\s+(?P<c2>\w+))?(?:\s+(?P<c3>\w+))?)",
-                   re.I)
+# A space run is matched from its first character only ((?<!\s)), and whole (`++`: a word follows): a search would
+# otherwise start again at each character of a long run and read on to its end.
+_JOIN = re.compile(r",?(?<!\s)\s++(?:and(?:\s++also)?|as\s++well\s++as|plus|but)\s++(?=(?P<a>\w+)(?:\s++(?P<a2>\w+))?"
+                   r"(?:\s++(?P<a3>\w+))?)"
+                   r"|;\s*+(?=(?P<b>\w+))|,\s++(?=(?P<c>what|when|where|why|how|which|who)\b(?:\s++(?P<c2>\w+))?"
+                   r"(?:\s++(?P<c3>\w+))?)", re.I)
 # "When and where was X born?": two wh-words sharing the rest of the question.
 _TWO_WH = re.compile(r"^\s*(?P<a>who|what|when|where|why|how|which)\s+(?:and|or|&)\s+"
                      r"(?P<b>who|what|when|where|why|how|which)\b(?P<rest>.*)$", re.I | re.S)
-_LIST_SEP = re.compile(r",\s+(?:(?:and|or)\s+)?|\s+(?:and|or)\s+", re.I)
+_LIST_SEP = re.compile(r",\s++(?:(?:and|or)\s++)?|(?<!\s)\s++(?:and|or)\s++", re.I)  # (?<!\s): as in _JOIN
 _WORD = re.compile(r"[\w'’.-]+")
-_ENTITY = re.compile(r"\b(?:[A-Z][\w'’.-]*|\d[\d.,%]*\w*)(?:\s+(?:[A-Z][\w'’.-]*|\d[\d.,%]*|(?:of|de|la|von|van)\b))*")
+# Every run is taken whole (`*+`, `++`): what may follow never starts with what the run takes, so giving back
+# characters could only fail again (in quadratic time: "\d[\d.,%]*\w*" on a long number).
+_ENTITY = re.compile(r"\b(?:[A-Z][\w'’.-]*+|\d[\d.,%]*+\w*+)"
+                     r"(?:\s++(?:[A-Z][\w'’.-]*+|\d[\d.,%]*+|(?:of|de|la|von|van)\b))*+")
+_PARTICLES = ("of", "de", "la", "von", "van")  # in a name, never its last word
 _QUOTED = re.compile(r"[\"“”«»](?P<q>[^\"“”«»]{2,80})[\"“”«»]")
 
 
@@ -203,11 +209,25 @@ def _entities(text: str) -> list[str]:
     """Quoted phrases, capitalised runs (not the sentence's first word) and numbers of `text`."""
     found = [m.group("q").strip() for m in _QUOTED.finditer(text)]
     for m in _ENTITY.finditer(text):
-        phrase = re.sub(r"(?:\s+(?:of|de|la|von|van))+$", "", m.group().strip(" .,"))  # "Bank of" -> "Bank"
+        phrase = _without_last_particles(m.group().strip(" .,"))  # "Bank of" -> "Bank"
         if m.start() == 0 or not phrase or phrase.lower() in STOP_WORDS:
             continue  # the first word is capitalised because it starts the sentence
         found.append(phrase)
     return list(dict.fromkeys(found))
+
+
+def _without_last_particles(phrase: str) -> str:
+    """`phrase` (which ends in no line break) without the particles that end it, each with the spaces before it:
+    "Bank of" -> "Bank", "Gulf of  de" -> "Gulf"; "of" alone stays."""
+    end = len(phrase)
+    while (word := next((w for w in _PARTICLES if phrase.endswith(w, 0, end)), None)) is not None:
+        start = end - len(word)
+        while start > 0 and phrase[start - 1].isspace():
+            start -= 1
+        if start == end - len(word):
+            break  # no space before it: the end of a word ("Angola"), not a particle
+        end = start
+    return phrase[:end]
 
 
 def _leans(question: str, terms: list[str]) -> bool:

@@ -11,8 +11,12 @@ MIN_PIECE_CHARS = 60  # a cut is not made closer than this to the start of the p
 
 _LINE = re.compile(r"[^\n]+")
 # A sentence end: terminal punctuation, closing quotes/brackets, then space (or end of block); CJK enders need no space.
-_END = re.compile(r"[.!?…]+[\"'”’»)\]]*(?=\s|$)|[。！？]+[」』”’)]*")
-_LAST_WORD = re.compile(r"[\w.'’-]*$")  # the word before a full stop (searched in a bounded window)
+# Matched from the first mark of a run only ((?<![.!?…])), and whole (`++`, `*+`): a search would otherwise start
+# again at each mark of a long run of them and read on to its end.
+_END = re.compile(r"(?<![.!?…])[.!?…]++[\"'”’»)\]]*+(?=\s|$)|[。！？]+[」』”’)]*")
+# The word before a full stop: matched on the reversed window before it, so the match starts where the word ends
+# (`[...]*$` searched forwards starts again at each character of the word).
+_WORD_REVERSED = re.compile(r"[\w.'’-]*+")
 _NEXT = re.compile(r"\s*(\S?)(\S*)")
 _OPENERS = "\"'“‘«([¿¡"
 # After a dotted acronym ("U.S.", "p.m."), these words start a new sentence.
@@ -37,18 +41,21 @@ def _blocks(text: str) -> list[tuple[int, int]]:
     """Paragraphs: each line, except that a line not ending a sentence, followed by one newline and a
     lowercase letter (not indented), runs on (hard-wrapped text)."""
     blocks: list[tuple[int, int]] = []
+    last = ""  # the last character (not a space) of the last block: of its last line, which is never blank
     for m in _LINE.finditer(text):
-        if not m.group().strip():
+        line = m.group()
+        if not line.strip():
             continue
         if blocks:
             prev_start, prev_end = blocks[-1]
-            prev = text[prev_start:prev_end].rstrip()
             between = text[prev_end:m.start()]
-            first = m.group()[:1]  # an indented line (code, a quoted block) never runs on
-            if between.count("\n") == 1 and first.islower() and prev and prev[-1] not in ".!?:;\"”’)]":
+            first = line[:1]  # an indented line (code, a quoted block) never runs on
+            if between.count("\n") == 1 and first.islower() and last not in ".!?:;\"”’)]":
                 blocks[-1] = (prev_start, m.end())
+                last = line.rstrip()[-1]
                 continue
         blocks.append((m.start(), m.end()))
+        last = line.rstrip()[-1]
     return blocks
 
 
@@ -67,8 +74,9 @@ def _is_boundary(block: str, m: re.Match[str]) -> bool:
         return False  # "e.g. this", "said. he" (lowercase after a stop is not a new sentence)
     if punct[0] != ".":
         return True
-    last = _LAST_WORD.search(block, max(0, m.start() - 40), m.start())  # always matches, maybe empty
-    word = last.group().lower() if last else ""
+    window = block[max(0, m.start() - 40):m.start()].removesuffix("\n")
+    last = _WORD_REVERSED.match(window[::-1])  # always matches, maybe empty
+    word = last.group()[::-1].lower() if last else ""
     if not word:
         return True
     if len(word) == 1 and word.isalpha():

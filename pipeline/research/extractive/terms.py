@@ -13,11 +13,13 @@ import Stemmer
 _MARKS = ("\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed"
           "\u0900-\u0963\u0966-\u0dff\u0e31\u0e34-\u0e3a\u0e47-\u0e4e\u1ab0-\u1aff\u1dc0-\u1dff"
           "\u20d0-\u20ff\ufe20-\ufe2f")
-_LETTERS = rf"(?:[^\W_]|[{_MARKS}])+"
+# Taken whole (`++`, `*+`): some characters are both letters and marks here, and a run read either way per
+# character has exponentially many readings to retry. Digits likewise (`\d++`): a digit given back is still a digit.
+_LETTERS = rf"(?:[^\W_]|[{_MARKS}])++"
 _TOKEN = re.compile(
-    r"\d+(?:[.,]\d+)*(?![^\W_])"
+    r"\d++(?:[.,]\d++)*(?![^\W_])"
     r"|(?:[^\W\d_]\.){2,}"
-    rf"|{_LETTERS}(?:['\u2019]{_LETTERS})*"
+    rf"|{_LETTERS}(?:['\u2019]{_LETTERS})*+"
 )
 _ACRONYM = re.compile(r"(?:[^\W\d_]\.){2,}")
 # Stop words that, in capitals, are names: "US", "IT", "WHO", "AM"/"PM" (but "THE" in a headline stays a stop word).
@@ -128,11 +130,13 @@ def terms_of(text: str, *, stemmed: bool = True) -> list[str]:
     return [t for raw in _TOKEN.findall(text) if (t := _term(raw, stemmed)) is not None]
 
 
+# Each space run is taken whole (`++`): a word follows it. "please , " is an optional "space, comma" before the
+# spaces, not `\s*,?\s+`, whose two runs could share a long run of spaces in quadratically many ways.
 _REQUEST = re.compile(
-    r"^\s*(?:(?:please|kindly)\s*,?\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
-    r"(?:tell\s+me|show\s+me|give\s+me|let\s+me\s+know|explain(?:\s+to\s+me)?|describe|find(?:\s+out)?|list|"
-    r"summari[sz]e|look\s+up|search(?:\s+for)?|research|i\s+(?:want|would\s+like|need)\s+to\s+know|"
-    r"do\s+you\s+know|i\s+wonder)\b[\s,:]*", re.I)
+    r"^\s*+(?:(?:please|kindly)(?:\s*+,)?\s++)?(?:(?:can|could|would|will)\s++you\s++(?:please\s++)?)?"
+    r"(?:tell\s++me|show\s++me|give\s++me|let\s++me\s++know|explain(?:\s++to\s++me)?|describe|find(?:\s++out)?|"
+    r"list|summari[sz]e|look\s++up|search(?:\s++for)?|research|i\s++(?:want|would\s++like|need)\s++to\s++know|"
+    r"do\s++you\s++know|i\s++wonder)\b[\s,:]*+", re.I)
 
 
 def strip_request(text: str) -> str:

@@ -18,7 +18,8 @@ from pipeline.research.steps.defang import defang_bare
 from pipeline.research.steps.write import gap_sentence, inert, label, no_evidence_report
 
 STEP = "extract"
-_SENTENCE_END = re.compile(r"[.?!;:]+(?=\s|$)")
+# From the first mark of a run only, and whole: as sentences._END, linear on a long run of marks.
+_SENTENCE_END = re.compile(r"(?<![.?!;:])[.?!;:]++(?=\s|$)")
 PICKS_PER_SUB_QUESTION = 3
 LABEL = ("_Machine-assisted research report, extractive (no model): every sentence below was selected by code from a "
          "fetched page and is a verbatim quote located in it; no model wrote or judged anything. Check the sources "
