@@ -38,6 +38,15 @@ def precision_alone(html: str) -> str:
     return trafilatura.extract(load_html(html), favor_precision=True, include_comments=False) or ""
 
 
+def default_alone(html: str) -> str:
+    return trafilatura.extract(load_html(html), include_comments=False) or ""
+
+
+# Behaviours that rules dropped on the split (docs/EXTRACTION_RULES.md) used to give: trafilatura's default reading
+# does not, and strict xfail says so until a rule that wins on held-out pages brings them back.
+DROPPED = "a rule dropped on the split (docs/EXTRACTION_RULES.md): trafilatura's default reading does not do this"
+
+
 # --- reader comments --------------------------------------------------------------------------------------------
 
 COMMENT_SECTIONS = {
@@ -83,6 +92,7 @@ ISSUE_POSTS = [
     "Thanks, 2.3.1 installs cleanly on both machines now. Closing this issue."]
 
 
+@pytest.mark.xfail(strict=True, reason=DROPPED + ": its comment pruning takes posts named 'comment-body'")
 def test_an_issue_thread_whose_posts_are_each_named_comment_keeps_them() -> None:
     # Issue trackers mark every post, the report itself included, as "a comment": a name for one comment is not
     # a comment section, or the page would lose its content.
@@ -108,7 +118,7 @@ def test_a_page_wrapper_flagged_as_having_comments_is_not_a_comment_section() ->
     assert "Commenter" not in text
 
 
-# --- the default reading when precision keeps a fragment --------------------------------------------------------
+# --- the default reading: what precision mode (dropped as the first reading) cut to a fragment ------------------
 
 def forum_page(posts: int) -> str:
     body = "".join(
@@ -153,18 +163,20 @@ def test_a_long_page_where_precision_keeps_only_the_lead_is_read_whole() -> None
     assert all(f"inspectors recorded {i + 3} defects in harbour area {i}" in text for i in range(24))
 
 
-def test_a_page_precision_reads_well_is_left_as_precision_reads_it() -> None:
+def test_an_article_is_read_as_trafilaturas_default_reading() -> None:
     article = "".join(f"<p>Paragraph {i} of the report says the river rose by {i} metres overnight.</p>"
                       for i in range(12))
     related = "".join(f'<li><a href="/r{i}">Related story number {i} about rivers and floods</a></li>'
                       for i in range(30))
     html = page(f"<article><h1>Floods</h1>{article}</article><aside><ul>{related}</ul></aside>")
-    assert extract_html(html).text == precision_alone(html).strip()
+    assert extract_html(html).text == default_alone(html).strip()
 
 
 # --- the baseline: much more text, and prose -------------------------------------------------------------------
 
-@pytest.mark.parametrize("sentences", [1, 5])
+@pytest.mark.parametrize("sentences", [
+    pytest.param(1, marks=pytest.mark.xfail(strict=True, reason=DROPPED + ": under 250 characters it keeps the menus")),
+    5])
 def test_a_menu_dump_does_not_replace_a_short_story(sentences: int) -> None:
     # The story is in a <div>, so the baseline finds no paragraphs and dumps the whole body, menus first: many
     # times the story's length, but short lines, not prose. Under 250 characters trafilatura's default mode
@@ -197,6 +209,7 @@ def test_a_long_paywall_notice_gives_way_to_the_article_in_json_ld() -> None:
 
 # --- layout tables -------------------------------------------------------------------------------------------
 
+@pytest.mark.xfail(strict=True, reason=DROPPED + ": layout tables are read as tables (R3 lost on held-out pages)")
 def test_a_table_laid_out_page_loses_its_navigation_column_and_keeps_its_paragraphs() -> None:
     nav = "".join(f'<a href="/s{i}.html">Section number {i} of the site</a><br>' for i in range(25))
     paragraphs = [f"The committee met on the fourteenth to review the harbour survey, and paragraph {i} records its "
@@ -238,6 +251,7 @@ def test_a_table_that_only_frames_a_figure_keeps_its_caption() -> None:
     assert "Block diagram of the level sensor, from its datasheet" in text
 
 
+@pytest.mark.xfail(strict=True, reason=DROPPED + ": layout tables are read as tables (R3 lost on held-out pages)")
 def test_a_real_table_laid_out_article_comes_out_in_paragraphs() -> None:
     # thespacereview.com lays its article out in tables; read as a table, the article was one " | " row.
     truth = json.loads((PAGES / "ground-truth.json").read_text(encoding="utf-8"))

@@ -52,7 +52,7 @@ MANIFEST = "manifest.jsonl"
 _FIX = "RESEARCH_CORPUS_DIR to another folder of saved pages"
 SETTINGS = "corpus.json"
 INDEX = ".index.sqlite"
-INDEX_VERSION = "3"  # bump when what is indexed changes, so existing indexes are rebuilt
+INDEX_VERSION = "4"  # bump when what is indexed changes, so existing indexes are rebuilt
 TITLE_WEIGHT = 5.0
 # Snippets come from the first LEAD_CHARS of a page only, held in a table of their own: FTS5's snippet() walks
 # every instance of every query term in the row, so on a page that repeats a common word one search took 23 s

@@ -1,15 +1,13 @@
 """HTML/PDF/plain text -> title, text, date. The text returned is exactly the text quotes are checked against.
 
-HTML: trafilatura (JSON output with metadata) on a tree we parse ourselves, so neither trafilatura nor htmldate
-ever sees a string they could mistake for a URL to download. Before extraction the tree loses its reader-comment
-sections and its layout tables become plain blocks (_prepare). trafilatura's precision mode gives the text, but:
-- trafilatura's baseline (JSON-LD body, <article>, paragraphs, then the whole body text) replaces it when it finds
-  five times more, most of it in paragraph-long lines (not a menu dump), whatever the size: a paywall notice or
-  teaser was kept instead of the body. And when trafilatura keeps nothing: a page with text is never empty.
-- trafilatura's default (balanced) mode replaces it when it keeps four times more, in paragraphs again: precision
-  kept a fragment, such as the first post of a thread or the lead of a page of short sections.
-The ratios are set on 168 real pages (news; blogs, docs, forums, table layouts): below them the longer reading
-held related links and teasers more often than more article: the rule lost more F1 than it gained.
+HTML: trafilatura's default reading (JSON output with metadata) on a tree we parse ourselves, so neither
+trafilatura nor htmldate ever sees a string they could mistake for a URL to download. Before extraction the tree
+loses what the page hides and its reader-comment sections (_prepare). When trafilatura keeps nothing, its baseline
+(JSON-LD body, <article>, paragraphs, then the whole body text) reads the page: a page with text is never empty.
+The baseline also replaces trafilatura's reading when it finds five times more, most of it in paragraph-long lines
+(not a menu dump): a paywall notice or teaser was kept instead of the body.
+Each rule was decided on a split of real pages, and the rules fitted to the tuning pages that lost on held-out
+pages were dropped: docs/EXTRACTION_RULES.md, benchmarks/perf/extraction_rules_bench.py.
 The date is htmldate's (original publication date), run by trafilatura's metadata step on that same tree,
 or directly when trafilatura keeps nothing. Paragraphs are separated by "\\n". A document with no text at all
 (reader comments aside) raises ExtractionError.
@@ -23,6 +21,7 @@ limit, a page limit and a generous wall-clock backstop, so a hostile PDF cannot 
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -55,11 +54,15 @@ _MAX_ATTRIBUTES = 200
 _READ_ATTRIBUTES = frozenset({"id", "class", "style", "hidden", "aria-hidden", "role", "href", "src", "lang",
                               "content", "name", "property", "itemprop", "datetime", "type", "charset"})
 _DEPTH_CAP = 250  # a tree this deep reached libxml2's nesting limit (255), past which it drops the markup
+# A cost bound, not a tuned weight: on a tree this large trafilatura's comparison with readability is skipped. Its
+# `.//p//text()` is one libxml2 call that cannot be interrupted, about 3 s on 50,000 paragraphs and quadratic, so a
+# worker's CPU budget overran by that much. The largest of the 168 shared pages has 4,287 elements.
+_FALLBACK_ELEMENTS = 20_000
 # Sizes are counted in non-space characters: recall-minded output keeps the markup's indentation inside lines.
-_FRAGMENT = 4  # precision's text is a fragment when the default mode keeps this many times more
 _MUCH_LONGER = 5  # the baseline must find this many times more than trafilatura's pick to replace it
 _PARAGRAPH = 60  # a line this long (non-space characters) is prose, not a menu entry or a button
 _PROSE_SHARE = 0.5  # the share of a replacing reading's text that must sit in such lines
+_PAGE_TEXT = "//text()[not(ancestor::style or ancestor::script[not(@type='application/ld+json')])]"
 # Reader comments: a container whose class or id names a set of comments ("comments-area", "userComments",
 # "disqus_thread", "js_replies", "comment-list", "comment-respond"). A name for one comment ("comment",
 # "comment-body", "timeline-comment") does not count: issue trackers and some forums name their posts that way.
@@ -67,8 +70,6 @@ _COMMENTS = frozenset({"comments", "commentlist", "commentslist", "commentarea",
 _COMMENT_PARTS = frozenset({"list", "area", "section", "thread", "respond", "form", "wrapper", "box"})
 _COMMENT_TAGS = ("div", "section", "aside", "ol", "ul", "li", "dl", "form", "details", "footer")
 _NAME_PARTS = re.compile(r"[_-]+|(?<=[a-z])(?=[A-Z])")
-_BLOCKS = ("p", "br", "li", "table", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre")
-_PAGE_TEXT = "//text()[not(ancestor::style or ancestor::script[not(@type='application/ld+json')])]"
 
 
 class Extracted(BaseModel):
@@ -163,14 +164,15 @@ def _date_of(tree: lxml.html.HtmlElement, url: str | None) -> str | None:
         return None
 
 
-def _trafilatura(tree: lxml.html.HtmlElement, url: str | None, precision: bool) -> dict[str, object]:
+def _trafilatura(tree: lxml.html.HtmlElement, url: str | None) -> dict[str, object]:
+    large = any(True for _ in itertools.islice(tree.iter(), _FALLBACK_ELEMENTS, None))
     try:
         raw = trafilatura.extract(
             tree,
             url=url,
+            no_fallback=large,
             output_format="json",
-            with_metadata=precision,  # title and date are read once, in the precision pass
-            favor_precision=precision,
+            with_metadata=True,
             include_comments=False,
             include_tables=True,  # tables carry article content on this data (F1 0.963 with, 0.948 without)
             include_images=False,
@@ -202,25 +204,8 @@ def _is_comment_section(element: lxml.html.HtmlElement) -> bool:
     return False
 
 
-def _is_layout_table(table: lxml.html.HtmlElement) -> bool:
-    # Readability's test (Firefox Reader View): data-table markup, else nesting, else the shape of the grid...
-    if table.get("role") in ("presentation", "none"):
-        return True
-    if table.xpath("./caption | ./colgroup | ./thead | ./tfoot | ./tr/th | ./*/tr/th"):
-        return False
-    rows = table.xpath("./tr | ./*/tr")
-    columns = max((len(row.xpath("./td")) for row in rows), default=0)
-    if table.find(".//table") is None and len(rows) > 1 and columns > 1 and (
-            len(rows) >= 10 or columns > 4 or len(rows) * columns > 10):
-        return False
-    # ... and then only a column of the page: a cell of several paragraphs, lines or tables. A cell of one (a
-    # caption, a quote, the one-paragraph cells of a documentation table) is a value: the table stays a table.
-    return any(sum(1 for _ in cell.iter(*_BLOCKS)) > 1 for cell in table.xpath("./tr/td | ./*/tr/td"))
-
-
 def _prepare(tree: lxml.html.HtmlElement) -> lxml.html.HtmlElement:
-    """Drop hidden elements and reader-comment sections and turn layout tables into plain blocks, in place, before
-    any extraction."""
+    """Drop hidden elements and reader-comment sections, in place, before any extraction."""
     # trafilatura (include_comments=False) prunes the comment sections its own patterns name, but its baseline
     # reads the whole body, comments and all, and its patterns miss names like "fb-comments" or "js_replies".
     # Removed here, a commenter's words are in no reading, so no quote from one is cited as the page's.
@@ -230,11 +215,6 @@ def _prepare(tree: lxml.html.HtmlElement) -> lxml.html.HtmlElement:
     for element in [e for e in tree.iter(*_COMMENT_TAGS) if _is_comment_section(e)]:
         if element.getparent() is not None:  # not inside a section already dropped
             element.drop_tree()  # keeps the text that follows it
-    # trafilatura keeps a table whole: the navigation column of a table-laid-out page came out with the article,
-    # both flattened into one " | " row. As blocks, its link-density rules drop the navigation.
-    for table in [t for t in tree.iter("table") if _is_layout_table(t)]:  # decided before any table changes
-        for element in (table, *table.xpath("./tbody | ./thead | ./tfoot | ./tr | ./*/tr | ./tr/td | ./*/tr/td")):
-            element.tag = "div"
     return tree
 
 
@@ -261,23 +241,14 @@ def extract_html(html: str, url: str | None = None) -> Extracted:
 
 def _extract_html(html: str, url: str | None) -> Extracted:
     tree = _prepare(_parse(html))
-    doc = _trafilatura(tree, url, precision=True)
+    doc = _trafilatura(tree, url)
     text = _clean(str(doc.get("text") or ""))
     # No reading holds more than the page's text (JSON-LD included): when that is not a few times the text
-    # kept so far, a reading that must find that much more cannot win and is skipped (it costs as much again).
-    room = _size("".join(tree.xpath(_PAGE_TEXT)))
-    if not text or _MUCH_LONGER * _size(text) <= room:
-        # The baseline has no boilerplate filter: it must find far more, in paragraphs rather than a menu dump
-        # (a paywall notice kept instead of the body), unless trafilatura found nothing at all.
+    # kept so far, the baseline cannot find that much more and is skipped (it costs as much again).
+    if not text or _MUCH_LONGER * _size(text) <= _size("".join(tree.xpath(_PAGE_TEXT))):
         fallback = _baseline(tree)
         if not text or (_size(fallback) >= _MUCH_LONGER * _size(text) and _prose_share(fallback) >= _PROSE_SHARE):
             text = fallback or text
-    if _FRAGMENT * _size(text) <= room:
-        # Precision mode drops blocks it is unsure of; when it keeps a small part of what the default mode keeps,
-        # what it kept is a fragment: the first post of a thread, the lead of a page of short sections.
-        default = _clean(str(_trafilatura(tree, url, precision=False).get("text") or ""))
-        if _size(default) >= _FRAGMENT * _size(text) and _prose_share(default) >= _PROSE_SHARE:
-            text = default  # prose too: below 250 characters of its own, that mode dumps the whole page
     if not text:
         raise ExtractionError("the page has no readable text (it may need JavaScript, or be an image or a form)")
     title = str(doc.get("title") or "").strip() or _title_of(tree)
