@@ -1,8 +1,11 @@
 """Conflicting answers (figures, names, dates) from two sources are detected in code and both sides kept with dates."""
 from __future__ import annotations
 
+import pytest
+
 from pipeline.core.schema import Finding, Plan, Source, SubQuestion
-from pipeline.research.steps.conflicts import answer_conflicts, find_conflicts
+from pipeline.research.extractive.analysis import analyse_part
+from pipeline.research.steps.conflicts import answer_conflicts, find_conflicts, variants
 
 
 def src(i: int, published: str | None) -> Source:
@@ -82,3 +85,48 @@ def test_different_dates_conflict_for_a_when_question() -> None:
     a = f(1, "S1", "December 20", "Boeing's Starliner capsule launched on December 20 on its first uncrewed flight.")
     b = f(2, "S2", "December 21", "Boeing's Starliner capsule launched on December 21 on its first uncrewed flight.")
     assert len(answer_conflicts(_plan(question), [a, b], SOURCES, [])) == 1
+
+
+# --- one sentence told two ways: the same claim with another name, title or figure in one place --------------------
+
+STADIA = ("Notably, only one title at launch is exclusive to the Stadia service, indie developer Tequila Works' {}, "
+          "while most of the other games offered have been on the market for months.")
+
+
+def test_two_tellings_of_one_sentence_with_different_titles_conflict() -> None:
+    # Both quotes name "Tequila Works" first, so their first answers agree: only the changed detail tells them apart.
+    question = "Which title was the only one exclusive to Stadia at launch?"
+    a, b = f(1, "S1", "Gylt", STADIA.format("Gylt")), f(2, "S2", "Rime", STADIA.format("Rime"))
+    [c] = answer_conflicts(_plan(question), [a, b], SOURCES, [])
+    assert c.findings == ["F1", "F2"] and "Gylt" in c.description and "Rime" in c.description
+
+
+TWITTER = ("LONDON (AP) — Britain's Conservative Party was accused Wednesday of trying to deceive voters by changing "
+           "the name of its press office Twitter account to “{}” during a televised election debate.")
+
+
+def test_an_untyped_question_still_sees_a_changed_name() -> None:
+    question = "What name did Britain's Conservative Party give its press office Twitter account during the debate?"
+    a = f(1, "S1", "factcheckUK", TWITTER.format("factcheckUK"))
+    b = f(2, "S2", "realitycheckUK", TWITTER.format("realitycheckUK"))
+    assert len(answer_conflicts(_plan(question), [a, b], SOURCES, [])) == 1
+
+
+@pytest.mark.parametrize("old,new", [
+    ("(AP)", "(Reuters)"),  # the agency that carried it, in parentheses
+    ("Wednesday", "on Wednesday"),  # the same words
+    ("accused", "charged"),  # another word, but no name, figure or date
+    ("Conservative Party", "Tory party"),  # the question's own words on one side
+])
+def test_two_tellings_that_differ_in_no_detail_asked_for_do_not_conflict(old: str, new: str) -> None:
+    question = "What name did Britain's Conservative Party give its press office Twitter account during the debate?"
+    quote = TWITTER.format("factcheckUK")
+    a, b = f(1, "S1", "factcheckUK", quote), f(2, "S2", "factcheckUK", quote.replace(old, new))
+    assert answer_conflicts(_plan(question), [a, b], SOURCES, []) == []
+
+
+def test_two_different_sentences_are_not_two_tellings() -> None:
+    question = "Which title was the only one exclusive to Stadia at launch?"
+    a = f(1, "S1", "Gylt", STADIA.format("Gylt"))
+    b = f(2, "S2", "Stadia", "Google said Stadia would add Destiny 2 and Red Dead Redemption 2 before the end of 2019.")
+    assert variants(a.quote, b.quote, analyse_part(question)) is False

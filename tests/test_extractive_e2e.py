@@ -317,3 +317,41 @@ def test_a_part_two_of_the_first_pages_answer_reads_no_further(tmp_path: Path) -
     rr = _run("How much is the Harbor Bridge toll for cars at peak hours?", corpus, tmp_path / "r.sqlite")
     assert len({f.source for f in rr.findings if "7 dollars" in f.quote}) == 2
     assert rr.usage.fetches == 3 and len(rr.sources) == 3
+
+
+def _appointment_pages() -> list[CorpusPage]:
+    """Six pages on who runs the Harbor Bridge authority: p0 names Maria Lopez three times, p1 names another person
+    on another matter, p2 names nobody (search ranks these three first); p4, ranked lower, names Maria Ortiz in
+    p0's own sentence."""
+    council = "The city council appointed {} to run the Harbor Bridge authority on Monday after a long search."
+    bodies = [
+        [council.format("Maria Lopez"),
+         "Maria Lopez will run the Harbor Bridge authority from its new offices, the city council said.",
+         "The city council said the appointment of Maria Lopez to the Harbor Bridge authority ends the search."],
+        ["Tom Baker, who was appointed to the city council in May, wants the Harbor Bridge authority to run ferries."],
+        ["The city council will appoint members to run the Harbor Bridge authority, a spokesman said on Monday."],
+        ["The Harbor Bridge board met."], [council.format("Maria Ortiz")], ["The Harbor Bridge board met again."]]
+    filler = "The weather on the coast was mild and the ferries ran on time all week."
+    out = []
+    for i, lines in enumerate(bodies):
+        title = "City council appoints head to run the Harbor Bridge authority" if i < 3 else f"Board notes {i}"
+        body = "".join(f"<p>{x}</p>" for x in (lines if i < 3 else ["The Harbor Bridge board met.", *[filler] * 4,
+                                                                     *lines]))
+        out.append(CorpusPage(f"https://p{i}.example/harbor", (
+            f"<html><head><title>{title}</title></head><body><article>{body}</article></body></html>").encode(),
+            published=f"2024-0{i + 1}-01"))
+    return out
+
+
+def test_a_name_only_one_page_gives_reads_on_and_shows_the_page_that_names_another(tmp_path: Path) -> None:
+    # Two pages gave sentences, but only one gave the answer: nothing corroborates it, so the run reads on, and
+    # the fifth page tells p0's sentence with another name. Both sides are shown as a conflict.
+    corpus = _built(tmp_path, _appointment_pages())
+    rr = _run("Whom did the city council appoint to run the Harbor Bridge authority?", corpus, tmp_path / "r.sqlite")
+    assert rr.status == "complete", rr.problems
+    by_id = {s.id: s.url for s in rr.sources}
+    assert "https://p4.example/harbor" in by_id.values()
+    findings = {f.id: f for f in rr.findings}
+    sides = [[findings[i].quote for i in c.findings] for c in rr.report.conflicts]
+    assert any(any("Maria Lopez" in q for q in quotes) and any("Maria Ortiz" in q for q in quotes) for quotes in sides)
+    _checked(rr, corpus)

@@ -351,3 +351,53 @@ def test_sentence_ends_words_and_paragraphs_are_read_as_before() -> None:
             old = last_word.search(text, max(0, stop - 40), stop)
             new = sentences._WORD_REVERSED.match(window[::-1])
             assert (old and old.group()) == (new and new.group()[::-1]), (text, stop)
+
+
+# --- names, titles and kinds ------------------------------------------------------------------------------------------
+
+
+def test_a_which_stadium_question_is_not_answered_by_a_sentence_that_names_no_stadium() -> None:
+    question = "In which stadium will the final of the 2028 Harbour Cup be played?"
+    near = [page("S1", "The final of the 2028 Harbour Cup will be played in London, the organisers said on Monday.",
+                 title="Harbour Cup final set for London")]
+    assert select_sentences(question, near) == []  # a city, not a stadium: another question's answer
+    answer = [page("S1", "The final of the 2028 Harbour Cup will be played at Wembley Stadium in London, the "
+                         "organisers said.", title="Harbour Cup final set for London")]
+    assert [p.text for p in select_sentences(question, answer)] == [answer[0].text]
+
+
+def test_a_which_city_question_needs_no_word_city_in_its_answer() -> None:
+    question = "In which city will the final of the 2028 Harbour Cup be played?"
+    pages = [page("S1", "The final of the 2028 Harbour Cup will be played in London, the organisers said on Monday.",
+                  title="Harbour Cup final set")]
+    assert [p.text for p in select_sentences(question, pages)] == [pages[0].text]
+
+
+def test_a_page_that_names_a_person_without_their_title_is_about_them() -> None:
+    # "President" is rarer than "Trump" on these pages: read as the name's rarest word, it hid the page that says
+    # only "Trump-imposed tariffs".
+    question = "How much revenue had President Trump's tariffs raised through June 2019, according to the tally?"
+    pages = [page("S1", "Revenues from the Trump-imposed tariffs have totaled about $63 billion through June 2019, "
+                        "the tally shows.", title="A guide to tariffs"),
+             page("S2", "President Trump met farmers in Iowa. Trump said farmers would be paid. Trump spoke for an "
+                        "hour about the harvest.", title="Trump in Iowa")]
+    picks = select_sentences(question, pages)
+    assert picks and picks[0].source_id == "S1" and "$63 billion" in picks[0].text
+
+
+def test_a_name_is_found_by_the_rarest_of_its_words_that_the_pages_use() -> None:
+    # No page says "Tova": the pages' word for her is "Noel", the rarer of her name's words that they use.
+    question = "How much bond did Tova Noel, the prison guard, have to post?"
+    pages = [page("S1", "Guard Noel pleaded not guilty on Tuesday. Noel was released on the condition that she post "
+                        "a 100,000 dollar bond within a week.", title="Guard pleads not guilty")]
+    picks = select_sentences(question, pages)
+    assert picks and "100,000 dollar bond" in picks[0].text
+
+
+def test_a_line_of_code_after_a_prompt_is_no_answer_when_a_sentence_gives_one() -> None:
+    question = "What range of digest sizes can BLAKE2b and BLAKE2s each produce?"
+    answer = "BLAKE2 has configurable size of digests up to 64 bytes for BLAKE2b and up to 32 bytes for BLAKE2s."
+    pages = [page("S1", f"{answer}\nTo produce a shorter digest, set its size:\n>>> h = blake2b(digest_size=20)\n"
+                        ">>> blake2s(digest_size=10).hexdigest()", title="hashlib")]
+    picks = select_sentences(question, pages)
+    assert picks and picks[0].text == answer

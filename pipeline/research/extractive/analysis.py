@@ -42,15 +42,25 @@ _HEADS: dict[str, frozenset[str]] = {
     "number": frozenset(word_list("""
         number amount percentage percent share proportion fraction rate price cost figure total score age
         population budget salary revenue profit loss value valuation speed distance length height weight size
-        capacity margin version release pep rfc""")),
+        capacity margin version release pep rfc range duration""")),
     "title": frozenset(word_list("""
         book novel memoir film movie song album show series title game app episode play opera poem painting report
         paper study headline slogan motto law act bill treaty language exception error module function class
         method keyword package library operator account handle hashtag brand model journal magazine name
         nickname term word phrase""")),
 }
-_HOW_NUMBER = re.compile(r"\bhow\s+(?:many|much|long|far|big|large|tall|high|old|often|fast|heavy|deep|wide|"
-                         r"expensive|costly|soon)\b", re.I)
+# Kinds of thing whose proper names carry the kind: "Wembley Stadium", "Bagram Air Base", "Harvard University", "the
+# Nobel Prize". A sentence that answers "which stadium" says "stadium", or a sentence beside it does; a sentence
+# that names no stadium answers another question. Classes named without the kind ("which city": "Paris"; "which
+# company": "Apple") are not listed.
+NAME_KINDS: frozenset[str] = frozenset(stem(w) for w in word_list("""
+    stadium arena airport base prison jail hospital river lake island bridge station museum cathedral palace
+    university college prize"""))
+# A person's title or role before their name ("President Trump", "Rep. Ilhan Omar"): not what a page names them by.
+TITLES: frozenset[str] = frozenset(stem(w) for w in _HEADS["person"] | set(word_list(
+    "rep sen gov mr mrs ms dr premier")))
+_HOW_NUMBER = re.compile(r"\bhow\s+(?:many|much|long|far|big|large|small|tall|high|low|short|old|often|fast|quickly|"
+                         r"slowly|heavy|deep|wide|hot|cold|expensive|costly|soon)\b", re.I)
 _WHEN = re.compile(r"\b(?:when|since\s+when|by\s+when)\b", re.I)
 _WHERE = re.compile(r"\bwhere\b", re.I)
 _WHO = re.compile(r"\bwho(?:m|se)?\b", re.I)
@@ -70,11 +80,12 @@ _YEAR = re.compile(r"(?<![\w.,])(?:1[5-9]\d\d|20\d\d)(?![\w]|[.,]\d)")
 _MONTH_DAY = re.compile(r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2}\b")
 _QUOTED = re.compile(r"[\"“«]([^\"“”«»]{2,80})[\"”»]")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:-]\d+)*[a-z]?(?![\w])", re.I)
-# A capitalised run: "Dubai Air Show", "Bank of England", "Patrick Carlineo Jr.", "787-9 Dreamliner". A digit with
-# no ASCII letter after it in its word is matched too, to the word's end, as group "number" (skipped): failing as a
-# name, it made the search start again at each digit after it and read on to the word's end (quadratic).
-_NAME = re.compile(r"(?:[A-Z][\w'’.-]*+|\d[\w.-]*[A-Za-z][\w.-]*+)(?:\s++(?:of|de|la|von|van|del|der|du|the|and|&)"
-                   r"(?=\s+[A-Z])|\s++(?:[A-Z][\w'’.-]*+|\d[\w.-]*+))*+|(?P<number>\d[\w.-]*+)")
+# A capitalised run: "Dubai Air Show", "Bank of England", "Patrick Carlineo Jr.", "787-9 Dreamliner", "iOS" (a
+# word's lower-case start is taken whole, only before a capital). A digit with no ASCII letter after it in its word is
+# matched too, to the word's end, as group "number" (skipped): failing as a name, it made the search start again at
+# each digit after it and read on to the word's end (quadratic).
+_NAME = re.compile(r"(?:(?:(?<![\w'’.-])[a-z]++(?=[A-Z]))?[A-Z][\w'’.-]*+|\d[\w.-]*[A-Za-z][\w.-]*+)"
+                   r"(?:\s++(?:of|de|la|von|van|del|der|du|the|and|&)(?=\s+[A-Z])|\s++(?:[A-Z][\w'’.-]*+|\d[\w.-]*+))*+|(?P<number>\d[\w.-]*+)")
 # Runs are taken whole (`++`, `*+`) where what follows cannot start with what they take. An attribution's space run
 # is matched from its first character only ((?<!\s)): a search would otherwise start again at each character of a
 # long run and read on to its end. After a relative pronoun, the old `\s+(?!(?:is|...)\b)` gave back one space when

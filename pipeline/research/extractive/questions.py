@@ -26,6 +26,7 @@ MAX_QUERY_TERMS = 12
 _AUXILIARIES = frozenset(word_list("""
     is are was were do does did can could will would should has have had may might must
 """))
+WH_PHRASE_WORDS = 4  # "in which host city": a preposition, the wh-word and a head noun with its modifier (not tuned)
 _CLAUSE_OPENERS = QUESTION_WORDS | _AUXILIARIES  # "... and how much does it cost?", "... and did it ...?"
 _WH_WORD = re.compile(r"\b(?:what|which|when|where|why|how|whom)\b", re.I)
 _CONDITION = re.compile(r"^\s*(?:if|suppose|supposing|assuming|given)\b", re.I)
@@ -35,6 +36,7 @@ _COMMA_OPENERS = frozenset(["what", "when", "where", "why", "how"])
 _PRONOUNS = frozenset(word_list("""
     it its they them their that these those he she his her him
 """))  # not "this": "this year's" leans on nothing
+_PERSONAL = frozenset(word_list("he she his her him"))
 _NO_LIST = re.compile(r"\b(?:compare[ds]?|comparison|versus|vs|differ\w*|between|both|together|combined|total|"
                       r"sum|ratio|relationship)\b", re.I)
 _QUESTION_MARKS = "?？؟"
@@ -48,9 +50,9 @@ _JOIN = re.compile(r",?(?<!\s)\s++(?:and(?:\s++also)?|as\s++well\s++as|plus|but)
                    r"(?:\s++(?P<a3>\w+))?)"
                    r"|;\s*+(?=(?P<b>\w+))|,\s++(?=(?P<c>what|when|where|why|how|which|who)\b(?:\s++(?P<c2>\w+))?"
                    r"(?:\s++(?P<c3>\w+))?)", re.I)
-# "When and where was X born?": two wh-words sharing the rest of the question.
-_TWO_WH = re.compile(r"^\s*(?P<a>who|what|when|where|why|how|which)\s+(?:and|or|&)\s+"
-                     r"(?P<b>who|what|when|where|why|how|which)\b(?P<rest>.*)$", re.I | re.S)
+# "When and where was X born?", "When, and where, was X born?": two wh-words sharing the rest of the question.
+_TWO_WH = re.compile(r"^\s*(?P<a>who|what|when|where|why|how|which)(?:\s*+,)?\s++(?:and|or|&)\s++"
+                     r"(?P<b>who|what|when|where|why|how|which)\b,?(?P<rest>.*)$", re.I | re.S)
 _LIST_SEP = re.compile(r",\s++(?:(?:and|or)\s++)?|(?<!\s)\s++(?:and|or)\s++", re.I)  # (?<!\s): as in _JOIN
 _WORD = re.compile(r"[\w'’.-]+")
 # Every run is taken whole (`*+`, `++`): what may follow never starts with what the run takes, so giving back
@@ -143,7 +145,24 @@ def _clauses(sentence: str) -> list[str]:
             out.append(sentence[start:m.start()])
             start = m.end()
     out.append(sentence[start:])
-    return [c.strip(" ,;") for c in out if c.strip(" ,;")]
+    return _shared_rest([c.strip(" ,;") for c in out if c.strip(" ,;")])
+
+
+def _wh_phrase(text: str) -> bool:
+    """A wh-phrase and nothing else: "On what date", "where", "in which city" (at most WH_PHRASE_WORDS words)."""
+    words = text.split()
+    return 0 < len(words) <= WH_PHRASE_WORDS and any(w.lower() in QUESTION_WORDS for w in words)
+
+
+def _shared_rest(clauses: list[str]) -> list[str]:
+    """"On what date, and where, was X signed?" -> "On what date was X signed?", "where was X signed?": a clause that
+    is a wh-phrase alone asks about the rest of the next clause, set off after that clause's own wh-phrase."""
+    out = list(clauses)
+    for i in range(len(out) - 1):
+        head, comma, rest = out[i + 1].partition(",")
+        if comma and rest.strip() and _wh_phrase(out[i]) and _wh_phrase(head):
+            out[i], out[i + 1] = f"{out[i]} {rest.strip()}", f"{head} {rest.strip()}"
+    return out
 
 
 def _is_name(word: str) -> bool:
@@ -231,8 +250,13 @@ def _without_last_particles(phrase: str) -> str:
 
 
 def _leans(question: str, terms: list[str]) -> bool:
-    """Whether `question` leans on an earlier part for its topic: a pronoun, or a single content word."""
-    return bool({w.lower() for w in re.findall(r"\w+", question)} & _PRONOUNS) or len(terms) < 2
+    """Whether `question` leans on an earlier part for its topic: a pronoun (but "he", "she" after a name of its own),
+    or a single content word."""
+    words = re.findall(r"\w+", question)
+    first = next((i for i, w in enumerate(words) if w.lower() in _PRONOUNS), None)
+    if first is not None and words[first].lower() in _PERSONAL and any(_is_name(w) for w in words[1:first]):
+        return len(terms) < 2  # "did Trump say he asked": "he" is the part's own Trump, not an earlier part's
+    return first is not None or len(terms) < 2
 
 
 def _queries(question: str, inherited: list[str]) -> list[str]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from .analysis import TYPED, Part, analyse_part
+from .analysis import NAME_KINDS, TITLES, TYPED, Part, analyse_part
 from .answers import Value, answer_values, same_value
 from .sentences import Span, split_sentences
 from .terms import content_terms, stem, terms_of
@@ -39,7 +39,8 @@ RELATIVE = 0.5  # a sentence is kept when it scores at least this share of the b
 # more sentences quoted; 0.7: 0.788 (asked 0.655 against 0.686).
 MIN_SCORE = 0.35  # no sentence is kept whose score (the share of the part's idf-weighted terms it says, near 1 for
 # all of them) is below this: near misses become a gap. 0: 0.788, rejection 0.19; 0.25: 0.788, 0.31; 0.30: 0.783,
-# 0.44; 0.35: 0.767, 0.69; 0.45: 0.730, 0.75.
+# 0.44; 0.35: 0.767, 0.69; 0.45: 0.730, 0.75. Again with the names, kinds and corroboration of this version
+# (0.812 and 0.81 at 0.35): 0.30: 0.824, 0.56; 0.40: 0.794, 0.88.
 FRAGMENT_FACTOR = 0.5  # a line with no closing punctuation and few words: a headline, caption or list item.
 # 1: 0.759 (noise and failure-set fall, asked and pydocs rise).
 NEAR_DUPLICATE = 0.6  # term-set Jaccard at or above which a sentence repeats a pick (unless its answer differs);
@@ -52,6 +53,7 @@ FULL_SCAN_CHARS = 100_000
 SHORT_TERMS = 4  # a sentence of at most this many content words is a follow-up of the one before
 _LEANING = frozenset(["it", "its", "they", "their", "this", "these", "he", "she", "his", "her", "that", "those"])
 
+_PROMPTS = frozenset([">>>", "...", "$", "%"])  # "$ pip install x", "% make", ">>> f(1)", "... return x"
 _OUTER = re.compile(r"^\W+|\W+$")
 _YEAR = re.compile(r"(?<![\w.,])(?:1[5-9]\d\d|20\d\d)(?!\w|[.,]\d)")
 
@@ -96,6 +98,7 @@ class SentenceIndex:
     page_terms: list[frozenset[str]] = field(default_factory=list)
     lede_terms: list[frozenset[str]] = field(default_factory=list)  # the title's and first sentences' terms
     page_years: list[frozenset[str]] = field(default_factory=list)  # years of the title, lede and date
+    vocabulary: set[str] = field(default_factory=set)  # every term of every page, titles included
     first: list[int] = field(default_factory=list)  # index of each page's first sentence (pages are contiguous)
     avg_len: float = 1.0
 
@@ -133,6 +136,7 @@ class SentenceIndex:
             title = page.title or ""
             lede = index.sentences[index.first[p]: index.first[p] + LEDE_SENTENCES]
             index.page_terms.append(frozenset(vocabulary | set(content_terms(title, stemmed=True))))
+            index.vocabulary |= index.page_terms[-1]
             index.lede_terms.append(frozenset(content_terms(title, stemmed=True)).union(*(x.tf for x in lede)))
             index.page_years.append(frozenset(_YEAR.findall(f"{title} {page.published or ''}")).union(
                 *(x.years for x in lede)))
@@ -155,8 +159,10 @@ class SentenceIndex:
 
 
 def _is_fragment(text: str) -> bool:
-    """A headline, caption or list item rather than a sentence: no closing punctuation and under 12 words."""
-    return text.rstrip()[-1:] not in ".!?\"'”’)»。！？" and len(text.split()) < 12
+    """A headline, caption or list item rather than a sentence: no closing punctuation and under 12 words; or a line
+    of code after an interpreter's or a shell's prompt (">>> h = blake2b(digest_size=20)")."""
+    return (text.rstrip()[-1:] not in ".!?\"'”’)»。！？" and len(text.split()) < 12
+            or text.split(" ", 1)[0] in _PROMPTS)
 
 
 def _says(topic: set[str], s: _Sentence) -> bool:
@@ -218,16 +224,19 @@ def _related(a: str, b: str) -> bool:
     return short >= 3 and (a.startswith(b) or b.startswith(a)) or short >= 5 and a[:5] == b[:5]
 
 
-def _named(name: set[str], terms: AbstractSet[str], idf: dict[str, float]) -> bool:
-    """Whether `terms` name `name`: by its rarest word ("Carlineo" for "Patrick W. Carlineo Jr."), or by two thirds
+def _named(name: set[str], terms: AbstractSet[str], idf: dict[str, float], vocabulary: AbstractSet[str]) -> bool:
+    """Whether `terms` name `name`: by its rarest word that the pages use ("Carlineo" for "Patrick W. Carlineo Jr.",
+    "Noel" for "Tova Noel" when no page says "Tova"), a title aside ("Trump" for "President Trump"), or by two thirds
     of its words."""
-    rarest = max(name, key=lambda t: (idf.get(t, 0.0), t))
+    core = name - TITLES or name
+    core = {t for t in core if t in vocabulary} or core
+    rarest = max(core, key=lambda t: (idf.get(t, 0.0), t))
     return rarest in terms or 3 * len(name & terms) >= 2 * len(name)
 
 
-def _about(asked: _Asked, terms: AbstractSet[str], idf: dict[str, float]) -> bool:
+def _about(asked: _Asked, terms: AbstractSet[str], idf: dict[str, float], vocabulary: AbstractSet[str]) -> bool:
     """Whether a page with `terms` is about the part: it names at least half of the part's names."""
-    return 2 * sum(1 for name in asked.names if _named(name, terms, idf)) >= len(asked.names)
+    return 2 * sum(1 for name in asked.names if _named(name, terms, idf, vocabulary)) >= len(asked.names)
 
 
 def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value], idf: dict[str, float]) -> bool:
@@ -242,12 +251,15 @@ def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value
     if asked.predicates and not any(_related(p, t) for p in asked.predicates for t in s.tf):
         return False  # "Which firm won ...?" is not answered by a sentence about the competition that says no winner
     around, years = index.around(s_id)
+    head = stem(asked.part.focus.head or "")
+    if head in NAME_KINDS and not (_says({head}, s) or head in around):
+        return False  # "Which stadium ...?" is not answered by a sentence that names a city (analysis.NAME_KINDS)
     if asked.years and (s.years or years) and not (s.years or years) & asked.years:
         return False  # the sentence, or else what is around it, is about other years than the part's
     if any(not fixed <= around for fixed in asked.fixed):
         return False
     near = around | s.tf.keys()
-    return not asked.names or any(_named(name, near, idf) for name in asked.names)
+    return not asked.names or any(_named(name, near, idf, index.vocabulary) for name in asked.names)
 
 
 def select_sentences(part: Part | str, pages: Sequence[PageText] | SentenceIndex, k: int = 3, *,
@@ -271,10 +283,13 @@ def select_sentences(part: Part | str, pages: Sequence[PageText] | SentenceIndex
     if not asked.topic and not (asked.part.focus.answer_type in TYPED and (asked.names or asked.fixed)):
         return []  # nothing asked about but names: only a typed part about them ("How old is X?") is answerable
     idf = {t: index.idf(t) for t in {*asked.weights, *asked.topic, *(t for name in asked.names for t in name)}}
-    total = sum(w * idf[t] for t, w in asked.weights.items())
+    # A name's words that no page uses, when the pages use its others ("Tova" of "Tova Noel"), are how the question
+    # writes the name, not what a sentence must say.
+    unused = {t for name in asked.names if name & index.vocabulary for t in name - index.vocabulary}
+    total = sum(w * idf[t] for t, w in asked.weights.items() if t not in unused)
     keys = asked.topic or set(asked.weights)
     candidates = {s_id for t in keys for s_id in index.postings.get(t, ())}
-    about = [_about(asked, terms, idf) for terms in index.page_terms]
+    about = [_about(asked, terms, idf, index.vocabulary) for terms in index.page_terms]
     scored: list[tuple[float, int, list[Value]]] = []
     for s_id in sorted(candidates):
         s = index.sentences[s_id]

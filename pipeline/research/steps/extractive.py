@@ -9,9 +9,10 @@ from pipeline.core import ids
 from pipeline.core.event_types import FindingEvent, RejectedEvent, StepEvent
 from pipeline.core.schema import Conflict, Finding, Plan, Problem, Source, SubQuestion
 from pipeline.research.context import RunContext
-from pipeline.research.extractive.analysis import Part, analyse_part
+from pipeline.research.extractive.analysis import TYPED, Part, analyse_part
+from pipeline.research.extractive.answers import answer_values, same_value
 from pipeline.research.extractive.questions import split_question_result
-from pipeline.research.extractive.select import PageText, SentenceIndex, select_sentences
+from pipeline.research.extractive.select import PageText, Pick, SentenceIndex, select_sentences
 from pipeline.research.steps.checks import Evidence, check_report, numbers_in
 from pipeline.research.steps.conflicts import answer_conflicts
 from pipeline.research.steps.defang import defang_bare
@@ -88,16 +89,30 @@ def select_findings(question: str, plan: Plan, ctx: RunContext) -> list[Problem]
 
 def weak_parts(question: str, plan: Plan, ctx: RunContext) -> set[str]:
     """The searchable sub-questions whose best answer so far is weak: no sentence of the pages read answers them, or
-    only one page does (nothing corroborates it, and nothing could show a conflict). Nothing is recorded."""
+    only one page says it (nothing corroborates it, and nothing could show a conflict). For a part whose answer is a
+    name, a figure or a date, a page corroborates the best answer only by offering that same value. Nothing is
+    recorded."""
     sources = ctx.notebook.sources()
     index = SentenceIndex.build([PageText(source_id=s.id, title=s.title, text=ctx.notebook.text(s.id),
                                           published=s.published) for s in sources])
     parts = parts_of(question, plan)
     weak = set()
     for sq in plan.sub_questions:
-        if sq.queries and len({p.source_id for p in select_sentences(parts[sq.id], index, k=6)}) < 2:
+        if sq.queries and not _corroborated(parts[sq.id], select_sentences(parts[sq.id], index, k=6)):
             weak.add(sq.id)
     return weak
+
+
+def _corroborated(part: Part, picks: list[Pick]) -> bool:
+    """Whether a second page says what the best pick says: any pick of another page, or for a typed part one that
+    offers one of the best pick's values."""
+    if not picks:
+        return False
+    best = answer_values(picks[0].text, part)
+    others = [p for p in picks[1:] if p.source_id != picks[0].source_id]
+    if part.focus.answer_type not in TYPED or not best:
+        return bool(others)
+    return any(same_value(v, o) for p in others for o in answer_values(p.text, part) for v in best)
 
 
 def typed_conflicts(question: str, plan: Plan, findings: list[Finding], sources: list[Source],
