@@ -53,3 +53,24 @@ def test_an_element_with_an_attribute_flood_keeps_the_attributes_that_are_read()
     crowded = [e for e in tree.iter() if e.get("style")]
     assert len(crowded) == 1 and dict(crowded[0].attrib) == {"style": "display:none"}
     assert extract_html(html).text == SENTENCE
+
+
+def test_a_very_large_tree_skips_trafilaturas_comparison_with_readability(monkeypatch: pytest.MonkeyPatch) -> None:
+    # That comparison's `.//p//text()` is one libxml2 call, quadratic and uninterruptible: on a huge page it let a
+    # worker overrun its CPU budget. A spy on trafilatura's own function sees whether it ran.
+    import trafilatura.core
+
+    calls: list[int] = []
+    real = trafilatura.core.compare_extraction
+
+    def spy(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(trafilatura.core, "compare_extraction", spy)
+    small = "<html><body>" + "".join(f"<p>Paragraph {i} of a short page about the harbour.</p>" for i in range(50))
+    extract_html(small + "</body></html>")
+    assert calls == [1]  # an ordinary page is read as trafilatura reads it, comparison and all
+    large = "<html><body>" + "".join(f"<p>Paragraph {i} of a long page.</p>" for i in range(extract._FALLBACK_ELEMENTS))
+    text = extract_html(large + "</body></html>").text
+    assert calls == [1] and f"Paragraph {extract._FALLBACK_ELEMENTS - 1} of a long page." in text

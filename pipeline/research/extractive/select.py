@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from pydantic import BaseModel
 
@@ -224,22 +225,35 @@ def _related(a: str, b: str) -> bool:
     return short >= 3 and (a.startswith(b) or b.startswith(a)) or short >= 5 and a[:5] == b[:5]
 
 
-def _named(name: set[str], terms: AbstractSet[str], idf: dict[str, float], vocabulary: AbstractSet[str]) -> bool:
-    """Whether `terms` name `name`: by its rarest word that the pages use ("Carlineo" for "Patrick W. Carlineo Jr.",
-    "Noel" for "Tova Noel" when no page says "Tova"), a title aside ("Trump" for "President Trump"), or by two thirds
-    of its words."""
-    core = name - TITLES or name
-    core = {t for t in core if t in vocabulary} or core
-    rarest = max(core, key=lambda t: (idf.get(t, 0.0), t))
-    return rarest in terms or 3 * len(name & terms) >= 2 * len(name)
+class _Name(NamedTuple):
+    """A name the part gives: its terms, and the one word that identifies it on these pages."""
+
+    terms: set[str]
+    mark: str
 
 
-def _about(asked: _Asked, terms: AbstractSet[str], idf: dict[str, float], vocabulary: AbstractSet[str]) -> bool:
+def _names(asked: _Asked, idf: dict[str, float], vocabulary: AbstractSet[str]) -> list[_Name]:
+    """Each of the part's names with its mark: its rarest word that the pages use ("Carlineo" for "Patrick W. Carlineo
+    Jr.", "Noel" for "Tova Noel" when no page says "Tova"), a title aside ("Trump" for "President Trump")."""
+    out = []
+    for name in asked.names:
+        core = name - TITLES or name
+        core = {t for t in core if t in vocabulary} or core
+        out.append(_Name(name, max(core, key=lambda t: (idf.get(t, 0.0), t))))
+    return out
+
+
+def _named(name: _Name, terms: AbstractSet[str]) -> bool:
+    """Whether `terms` name `name`: by its mark, or by two thirds of its words."""
+    return name.mark in terms or 3 * len(name.terms & terms) >= 2 * len(name.terms)
+
+
+def _about(names: list[_Name], terms: AbstractSet[str]) -> bool:
     """Whether a page with `terms` is about the part: it names at least half of the part's names."""
-    return 2 * sum(1 for name in asked.names if _named(name, terms, idf, vocabulary)) >= len(asked.names)
+    return 2 * sum(1 for name in names if _named(name, terms)) >= len(names)
 
 
-def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value], idf: dict[str, float]) -> bool:
+def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value], names: list[_Name]) -> bool:
     s = index.sentences[s_id]
     if s.question:
         return False  # a question is no answer
@@ -259,7 +273,7 @@ def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value
     if any(not fixed <= around for fixed in asked.fixed):
         return False
     near = around | s.tf.keys()
-    return not asked.names or any(_named(name, near, idf, index.vocabulary) for name in asked.names)
+    return not names or any(_named(name, near) for name in names)
 
 
 def select_sentences(part: Part | str, pages: Sequence[PageText] | SentenceIndex, k: int = 3, *,
@@ -289,14 +303,15 @@ def select_sentences(part: Part | str, pages: Sequence[PageText] | SentenceIndex
     total = sum(w * idf[t] for t, w in asked.weights.items() if t not in unused)
     keys = asked.topic or set(asked.weights)
     candidates = {s_id for t in keys for s_id in index.postings.get(t, ())}
-    about = [_about(asked, terms, idf, index.vocabulary) for terms in index.page_terms]
+    names = _names(asked, idf, index.vocabulary)
+    about = [_about(names, terms) for terms in index.page_terms]
     scored: list[tuple[float, int, list[Value]]] = []
     for s_id in sorted(candidates):
         s = index.sentences[s_id]
         if not about[s.page]:
             continue  # a page that never names what the part is about cannot answer it
         values = answer_values(s.span.text, part)
-        if not _eligible(asked, index, s_id, values, idf):
+        if not _eligible(asked, index, s_id, values, names):
             continue
         around, _years = index.around(s_id)
         norm = K1 * (1 - B + B * len(s.terms) / index.avg_len)

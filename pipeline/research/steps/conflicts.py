@@ -112,7 +112,6 @@ def _mentions(quote: str, value: Value, values: list[Value]) -> bool:
     return value.key <= set(content_terms(quote, stemmed=True))
 
 
-
 def variants(a: str, b: str, part: Part) -> bool:
     """Whether two quotes tell one sentence with a different name, figure or date in one place ("... exclusive to
     Stadia, Tequila Works' Gylt" and "... Tequila Works' Rime"): a copy of a story changed in the detail asked for.
