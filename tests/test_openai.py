@@ -22,6 +22,7 @@ from pipeline.models.factory import model_client
 from pipeline.models.openai import PROBE_TOKENS, SCHEMA_IN_PROMPT, TOOLS_PROBE, OpenAIChat, max_tokens_key
 from pipeline.research.preflight import require_run_access
 from pipeline.research.tools.toolbox import TOOLS
+from pipeline.research.steps.worker import NUDGE_PROSE, PAGE_READ
 from tests.fakes.anthropic_api import FakeReply, reply_json, reply_text, reply_tool_use
 from tests.fakes.openai_api import LEAD_MODEL, WORKER_MODEL, FakeOpenAI, reply_tool_call
 from tests.fakes.research_brain import ResearchBrain
@@ -320,17 +321,33 @@ def test_a_refusal_is_an_error_the_step_can_act_on(fake: FakeOpenAI) -> None:
 # -- whole runs ------------------------------------------------------------------------------------------------------
 @pytest.fixture()
 def make_world() -> Iterator[Any]:
-    """A factory of e2e worlds on an OpenAI-compatible fake with the given capabilities."""
+    """A factory of e2e worlds on an OpenAI-compatible fake with the given capabilities; `think` makes the model put
+    its reasoning in `content` before every answer, as Qwen3 on Groq and DeepSeek-R1 do."""
     with ExitStack() as stack:
-        def build(**capabilities: Any) -> World:
-            brain = ResearchBrain()
+        def build(think: bool = False, **capabilities: Any) -> World:
+            brain = ThinkingBrain(ResearchBrain()) if think else ResearchBrain()
             web = stack.enter_context(WebServer())
             search = stack.enter_context(FakeSearchApi("brave", [], api_key="brave-key"))
             fake = stack.enter_context(FakeOpenAI(brain, api_key=OPENAI_KEY, **capabilities))
-            world = World(fake, search, web, brain, [])
+            world = World(fake, search, web, getattr(brain, "brain", brain), [])
             serve(world, VECTOR_PAGES)
             return world
         yield build
+
+
+THOUGHT = "Okay, the user wants pricing. I recall 99 dollars but let me check."
+
+
+class ThinkingBrain:
+    """A Responder that answers as `brain` does, with a <think> block of reasoning first in the message content."""
+
+    def __init__(self, brain: ResearchBrain):
+        self.brain = brain
+
+    def __call__(self, req: Any) -> FakeReply:
+        reply = self.brain(req)
+        return FakeReply([{"type": "text", "text": f"<think>\n{THOUGHT}\n</think>\n\n"}, *reply.content],
+                         reply.stop_reason, reply.output_tokens, reply.stop_details)
 
 
 def test_tools_mode_on_a_server_without_tool_calling_stops_before_any_spend(make_world: Any) -> None:
@@ -401,10 +418,21 @@ def test_worker_turns_extend_one_stable_prefix_for_the_servers_cache(make_world:
     turns = [r for r in world.fake.requests if "record_finding" in json.dumps(r.body.get("tools") or [])
              and len(r.body["messages"]) > 2]
     assert len(turns) >= 3
+    removed = 0
     for before, after in zip(turns, turns[1:], strict=False):
         sent_before = (before.field_bytes("messages") or b"")[:-1]  # without the closing bracket
-        assert (after.field_bytes("messages") or b"").startswith(sent_before)
         assert after.field_bytes("tools") == before.field_bytes("tools")
+        if (after.field_bytes("messages") or b"").startswith(sent_before):
+            continue
+        # The one change allowed: a page read in an earlier turn, with a finding recorded from it, taken out.
+        old, new = before.body["messages"], after.body["messages"]
+        changed = [i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b]
+        assert changed and all(old[i]["role"] == "tool" and "<untrusted_page" in old[i]["content"]
+                               and PAGE_READ.split("{")[0] in new[i]["content"]
+                               and new[i]["content"].split("\n")[0] == old[i]["content"].split("\n")[0]
+                               for i in changed)
+        removed += len(changed)
+    assert removed >= 1
 
 
 def test_the_cli_names_the_openai_settings_when_they_are_missing(monkeypatch: pytest.MonkeyPatch,
@@ -567,3 +595,105 @@ def test_a_run_recorded_on_a_server_without_schemas_replays_in_any_thread_order(
     replayed = RunResult.model_validate_json(out.read_text())
     assert replayed.report.markdown == original.report.markdown and replayed.usage == original.usage
     assert replayed.findings == original.findings
+
+
+# -- what servers spell their own way --------------------------------------------------------------------------------
+@pytest.mark.parametrize(("finish", "stop"), [("", "end_turn"), (None, "end_turn"), ("eos", "end_turn"),
+                                              ("eos_token", "end_turn"), ("STOP", "end_turn"),
+                                              ("model_length", "max_tokens"), ("length", "max_tokens"),
+                                              ("something_new", "something_new")])
+def test_finish_reasons_as_servers_spell_them_become_the_stop_reasons_steps_act_on(
+        fake: FakeOpenAI, finish: str | None, stop: str) -> None:
+    fake.fault(kind="not_chat", body=completion({"content": "Qdrant starts at 25 dollars."}, finish))  # type: ignore[arg-type]
+    chat, _ = client(fake.base_url)
+    assert ask(chat).stop_reason == stop
+
+
+def test_a_worker_on_a_server_that_sends_an_empty_finish_reason_is_nudged_once_not_ended(make_world: Any) -> None:
+    world = make_world(finish_words={"stop": ""})  # Snowflake sends "" on every normal completion
+    first_turn = lambda r: r.has_tool("record_finding") and len(r.messages) == 1 and r.last_user_text != TOOLS_PROBE  # noqa: E731
+    world.fake.fault(first_turn, kind="reply", reply=reply_text(
+        'I will search for the pricing page now: web_search(query="qdrant cloud pricing")'))
+    result, _ = world.run(QUESTION, "tools")
+    nudged = [r for r in world.fake.chat_requests if r.last_user_text == NUDGE_PROSE]
+    assert len(nudged) == 1, "the worker ended at the first prose turn instead of being nudged"
+    assert result.status == "complete" and result.findings, result.problems
+    finishes = {r.response["choices"][0]["finish_reason"] for r in world.fake.requests  # type: ignore[index]
+                if r.status == 200 and isinstance(r.response, dict) and "choices" in r.response}
+    assert "" in finishes and "stop" not in finishes
+
+
+@pytest.mark.parametrize(("usage", "read", "written"), [
+    ({"prompt_tokens": 1000, "completion_tokens": 10, "num_cached_tokens": 800}, 800, 0),  # Mistral
+    ({"prompt_tokens": 1000, "completion_tokens": 10, "prompt_cache_hit_tokens": 600,
+      "prompt_cache_miss_tokens": 400}, 600, 0),  # DeepSeek
+    ({"prompt_tokens": 1000, "completion_tokens": 10, "cached_tokens": 300}, 300, 0),  # Moonshot
+    ({"prompt_tokens": 1000, "completion_tokens": 10,
+      "prompt_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 900}}, 0, 900),  # OpenRouter, a write
+    ({"prompt_tokens": 1000, "completion_tokens": 10, "cache_read_input_tokens": 500,
+      "cache_creation_input_tokens": 200}, 500, 200),  # LiteLLM's proxy
+    ({"prompt_tokens": 100, "completion_tokens": 10, "num_cached_tokens": 5000}, 100, 0),  # never above the prompt
+    ({"prompt_tokens": 1000, "completion_tokens": 10, "prompt_tokens_details": None, "num_cached_tokens": -3}, 0, 0),
+])
+def test_each_servers_cache_fields_are_priced_as_cache_reads_and_writes(fake: FakeOpenAI, usage: dict[str, Any],
+                                                                        read: int, written: int) -> None:
+    fake.fault(kind="not_chat", body=completion({"content": "Qdrant starts at 25 dollars."}, usage=usage))
+    prices = json.dumps({"gpt-4.1": {"input": 2.0, "output": 8.0, "cache_write": 2.5, "cache_read": 0.2}})
+    chat, budget = client(fake.base_url, prices_raw=prices)
+    reply = ask(chat)
+    u = reply.usage
+    assert (u.cache_read_input_tokens, u.cache_creation_input_tokens) == (read, written)
+    assert u.input_tokens == usage["prompt_tokens"] - read - written and u.output_tokens == 10
+    expected = (u.input_tokens * 2.0 + read * 0.2 + written * 2.5 + 10 * 8.0) / 1e6
+    assert budget.used().cost_usd == pytest.approx(expected)
+
+
+OPENROUTER_429 = {"error": {"message": "Provider returned error", "code": 429, "metadata": {
+    "raw": "google/gemini-2.0-flash-exp:free is temporarily rate-limited upstream. Please retry shortly, or add "
+           "your own key to accumulate your rate limits: https://openrouter.ai/settings/integrations",
+    "provider_name": "Google AI Studio"}}}
+
+
+@pytest.mark.parametrize("status", [429, 200])
+def test_the_upstream_reason_a_relay_keeps_in_its_metadata_reaches_the_user(fake: FakeOpenAI, status: int) -> None:
+    fake.fault(status=status, kind="not_chat" if status == 200 else None, times=None,  # type: ignore[arg-type]
+               body=json.dumps(OPENROUTER_429).encode())
+    chat, _ = client(fake.base_url, model_max_retries=0)
+    with pytest.raises(LLMError) as err:
+        ask(chat)
+    assert err.value.kind == "rate_limited"
+    assert "Provider returned error" in err.value.message
+    assert "Google AI Studio: google/gemini-2.0-flash-exp:free is temporarily rate-limited upstream" in err.value.message
+
+
+def test_a_think_block_before_structured_output_is_dropped_before_parsing(fake: FakeOpenAI) -> None:
+    fake.rule(lambda r: True, reply_text('<think>\nThe user asks whether. Yes, score 1.\n</think>\n\n'
+                                         '{"answer": "yes", "score": 1}'))
+    chat, _ = client(fake.base_url)
+    got = chat.structured(model="gpt-4.1-mini", system="Judge.", messages="Is it?", output=Answer, max_tokens=100,
+                          purpose="judge")
+    assert got == Answer(answer="yes", score=1) and len(fake.requests) == 1  # no repair was needed
+
+
+@pytest.mark.parametrize(("content", "text"), [
+    ("<think>a\nb</think>\n\nThe answer.", "The answer."),
+    ("  <think>only thinking, cut at the limit", ""),
+    ("reasoning whose opening tag was in the template</think>The answer.", "The answer."),
+    ("The answer mentions <think> and </think> tags.", "The answer mentions <think> and </think> tags."),
+    ("No reasoning at all.", "No reasoning at all."),
+])
+def test_only_a_leading_reasoning_block_is_taken_out_of_a_reply(fake: FakeOpenAI, content: str, text: str) -> None:
+    fake.fault(kind="not_chat", body=completion({"content": content}))
+    chat, _ = client(fake.base_url)
+    assert ask(chat).text == text
+
+
+@pytest.mark.parametrize("mode", ["fixed", "tools"])
+def test_a_reasoning_model_that_thinks_in_its_content_completes_runs_and_its_thoughts_stay_out(
+        make_world: Any, mode: str) -> None:
+    world = make_world(think=True)
+    result, _ = world.run(QUESTION, mode)
+    assert result.status == "complete" and result.findings, result.problems
+    assert "OutputInvalid" not in json.dumps([p.model_dump() for p in result.problems])
+    everything = result.model_dump_json()
+    assert "<think>" not in everything and THOUGHT not in everything and "99 dollars" not in everything

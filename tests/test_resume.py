@@ -21,6 +21,7 @@ import pytest
 from pipeline.cli.main import main
 from pipeline.core.event_types import SearchEvent
 from pipeline.core.schema import RunOptions, RunResult
+from pipeline.models.anthropic import WARM_ASK
 from pipeline.models.openai import TOOLS_PROBE
 from pipeline.replay.checkpoint import Checkpoint
 from pipeline.replay.tape import without_nonces
@@ -94,8 +95,13 @@ def _is_probe(r: MessagesRequest) -> bool:
     return r.has_tool("record_finding") and r.user_texts == [TOOLS_PROBE]
 
 
+def _is_warm(r: MessagesRequest) -> bool:
+    """The Anthropic adapter's request that writes the workers' shared prefix into the cache, beside the plan."""
+    return r.has_tool("record_finding") and r.user_texts == [WARM_ASK]
+
+
 def _is_worker(r: MessagesRequest) -> bool:
-    return r.has_tool("record_finding") and not _is_probe(r)
+    return r.has_tool("record_finding") and not _is_probe(r) and not _is_warm(r)
 
 
 def test_a_killed_run_resumes_without_repeating_finished_work(world: World, tmp_path: Path) -> None:
@@ -144,6 +150,7 @@ def test_a_killed_run_resumes_without_repeating_finished_work(world: World, tmp_
     requests = world.model_requests
     assert sum("<max_sub_questions>" in r.last_user_text for r in requests) == 1
     assert sum(map(_is_probe, requests)) == (1 if isinstance(world.model, FakeOpenAI) else 0)
+    assert sum(map(_is_warm, requests)) == (0 if isinstance(world.model, FakeOpenAI) else 1)  # not warmed again
     turns = [len(r.messages) for r in requests if _is_worker(r)]
     assert len(turns) == len(set(turns)) > before["worker"]
     assert len(world.search.requests) == 1 and world.web.count("/a") == 1 and world.web.count("/b") == 2

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pipeline.core.events import ListSink
+from pipeline.models.anthropic import WARM_ASK
 from pipeline.core.schema import BudgetLimits, Plan, RunOptions, SubQuestion
 from pipeline.research.context import RunContext
 from pipeline.research.prompts import load
@@ -20,6 +21,7 @@ from pipeline.research.steps.worker import (
     NOTE_WRAP_UP,
     NUDGE_BRIEF,
     NUDGE_PROSE,
+    PAGE_READ,
     describes_tool_call,
     first_message,
     research_tools,
@@ -113,6 +115,8 @@ class Brain:
         return reply
 
     def decide(self, req: MessagesRequest) -> FakeReply:
+        if req.user_texts == [WARM_ASK]:
+            return reply_text("ready")
         for override in self.overrides:
             reply = override(req)
             if reply is not None:
@@ -404,3 +408,71 @@ def test_a_worker_whose_model_calls_keep_failing_is_a_problem_while_the_others_f
 def test_an_empty_plan_runs_no_worker(world: World) -> None:
     ctx = world.context()
     assert research_tools(Plan(), ctx, options()) == [] and world.fake.message_requests == []
+
+
+# -- page text out of later turns ---------------------------------------------------------------------------------
+def every_result(req: MessagesRequest) -> list[str]:
+    """The text of every tool result in the conversation, in order."""
+    return [str(b.get("content")) for m in req.messages if m["role"] == "user" and isinstance(m["content"], list)
+            for b in m["content"] if b.get("type") == "tool_result"]
+
+
+def two_pages_then_finish(req: MessagesRequest) -> FakeReply | None:
+    """Fetch Q1's page, record from it, fetch Q2's page and record nothing, then finish."""
+    names = [c["name"] for c in calls_so_far(req)]
+    if names == ["web_search", "fetch_page", "record_finding"]:
+        search = "".join(str(b.get("content")) for b in req.messages[2]["content"] if b.get("type") == "tool_result")
+        urls = re.findall(r"^   url: (\S+)$", search, re.M)
+        return reply_tool_use("fetch_page", {"url": next(u for u in urls if not u.endswith("/q1")), "focus": "other"})
+    if len(names) == 4:
+        return reply_text("Summary: F1 answers it; the ferry page was not needed.")
+    return None
+
+
+@pytest.mark.parametrize("brain", [Brain(overrides=[two_pages_then_finish])])
+def test_a_page_is_taken_out_of_later_turns_once_a_finding_is_recorded_from_it(world: World) -> None:
+    ctx = world.context()
+    assert research_tools(Plan(sub_questions=[SUBS[0]]), ctx, options()) == []
+    reqs = world.fake.message_requests
+    assert len(reqs) == 5
+    first_page = PAGES["/q1"][1][1]
+    s1 = [t for t in every_result(reqs[3]) if t.startswith("PAGE S1")]
+    # Turn 3 reads S1 and records F1 from it; from turn 4 on, S1 is its PAGE line and a note naming F1.
+    assert first_page in str(reqs[2].messages) and first_page not in str(reqs[3].messages)
+    assert len(s1) == 1 and s1[0].split("\n")[1] == PAGE_READ.format(source="S1", findings="F1")
+    # S2 had nothing recorded from it, so its text stays for a later turn (the wrap-up) to record from.
+    [s2] = [t for t in every_result(reqs[4]) if t.startswith("PAGE S2")]
+    assert "<untrusted_page" in s2 and "PAGE_TEXT_REMOVED" not in s2
+    # Taken out once: every later request repeats the earlier one's messages unchanged.
+    assert reqs[4].messages[:len(reqs[3].messages) - 1] == reqs[3].messages[:-1]
+
+
+# -- the workers' shared prefix, cached once ---------------------------------------------------------------------
+def test_the_workers_prefix_is_written_once_beside_the_plan_and_read_by_every_worker() -> None:
+    from pipeline.research.steps.worker import warm_workers
+    from tests.fakes.anthropic_api import FakeAnthropic as Fake
+
+    brain = Brain(latency=0.05)
+    with WebServer({path: Route.html(article(*page)) for path, page in PAGES.items()}) as web:
+        hits = [Hit(title, web.url(path), f"About {title.lower()}.") for path, (title, _) in PAGES.items()]
+        with FakeSearchApi("brave", hits, api_key="k") as api, Fake(brain) as fake:
+            world = World(fake, web, api)
+            ctx = world.context()
+            warm_workers(ctx).join()
+            assert research_tools(Plan(sub_questions=SUBS), ctx, options()) == []
+            usage = [r.response["usage"] for r in fake.requests if "usage" in (r.response or {})]  # type: ignore[index]
+    warm, *firsts = usage[:4]
+    prefix = warm["cache_creation_input_tokens"]
+    assert prefix > 1000 and warm["cache_read_input_tokens"] == 0
+    # The three workers start at once and each reads the prefix; none writes it again.
+    assert all(u["cache_read_input_tokens"] >= prefix - 100 and u["cache_creation_input_tokens"] < 200
+               for u in firsts), usage[:4]
+
+
+def test_without_warming_workers_that_start_together_each_write_the_prefix(world: World) -> None:
+    """The control: the fake's cache is readable only once a request is answered, as the real API's is."""
+    world.fake.brain = Brain(latency=0.05)  # type: ignore[assignment]
+    ctx = world.context()
+    assert research_tools(Plan(sub_questions=SUBS), ctx, options()) == []
+    firsts = [r.response["usage"] for r in world.fake.requests if "usage" in (r.response or {})][:3]  # type: ignore[index]
+    assert all(u["cache_creation_input_tokens"] > 1000 and u["cache_read_input_tokens"] == 0 for u in firsts)

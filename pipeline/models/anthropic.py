@@ -43,6 +43,7 @@ __all__ = ["LLM", "AnthropicTransport", "ErrorKind", "LLMError", "ModelReply", "
 
 MAX_CONTINUATIONS = 3
 EPHEMERAL = {"type": "ephemeral"}
+WARM_ASK = "Reply with one word: ready."  # the message of a cache-warming request, whose reply is never read
 # The basic server-side search: plain result blocks and the widest model support. The newer versions
 # (web_search_20260209/20260318) filter results by running code, which costs more and needs newer models.
 WEB_SEARCH_TOOL = "web_search_20250305"
@@ -118,6 +119,20 @@ class LLM:
 
     def check_tools(self, *, model: str, tools: Sequence[dict[str, Any]], phase: Phase = Phase.RESEARCH) -> None:
         """Every Claude model calls tools: nothing to check, nothing sent."""
+
+    def warm_prefix(self, *, model: str, system: str, tools: Sequence[dict[str, Any]],
+                    phase: Phase = Phase.RESEARCH) -> None:
+        """One request of one output token with the shared prefix, built as every tool turn builds it (so its cache
+        entry at the system prompt's breakpoint is the one later turns read). Without it, workers that start
+        together each write the prefix at 1.25x, since a cache entry is readable only once its request is answered."""
+        body = request_body(model=model, system=system, max_tokens=1, tools=tools,
+                            messages=cache_marked([{"role": "user", "content": [{"type": "text", "text": WARM_ASK}]}]))
+        purpose = f"warm:{model}"
+        try:
+            self._transport.send(body, phase, purpose)
+        except LLMError as e:  # each worker then writes the prefix itself, as without warming: nothing is lost
+            if e.kind != "not_recorded":  # a replay of a run recorded before warming existed has no such call
+                self._fail(purpose, e)
 
     def server_web_search(self, query: str, max_results: int, recency_days: int | None = None, *,
                           phase: Phase = Phase.RESEARCH) -> list[dict[str, Any]]:

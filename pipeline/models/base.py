@@ -132,6 +132,12 @@ class ModelClient(Protocol):
         """Raise LLMError("unsupported") when `model` cannot call tools, before a tools-mode run spends anything."""
         ...
 
+    def warm_prefix(self, *, model: str, system: str, tools: Sequence[dict[str, Any]],
+                    phase: Phase = Phase.RESEARCH) -> None:
+        """Write the prefix (tools, system) that calls about to start at once will share into the prompt cache, where
+        the provider bills cache writes: then one write serves them all. Best effort; never raises."""
+        ...
+
     def server_web_search(self, query: str, max_results: int, recency_days: int | None = None, *,
                           phase: Phase = Phase.RESEARCH) -> list[dict[str, Any]]:
         """The provider's own blocks of one turn using its server-side web search (one search at most)."""

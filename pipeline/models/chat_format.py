@@ -11,8 +11,13 @@ from urllib.parse import urlsplit
 from pipeline.core.schema import Usage
 from pipeline.models.base import UNPARSED_ARGUMENTS, LLMError, ModelReply, ToolUse, Turn
 
-# The neutral stop reasons the steps act on, from Chat Completions' finish_reason.
-_STOP = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
+# The neutral stop reasons the steps act on, from Chat Completions' finish_reason as servers spell it: "" (Snowflake,
+# on every normal completion), "eos" and "eos_token" (llama.cpp, TGI), "model_length" (Mistral, at the context size).
+_STOP = {"stop": "end_turn", "": "end_turn", "eos": "end_turn", "eos_token": "end_turn", "stop_sequence": "end_turn",
+         "end_turn": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "tool_use": "tool_use",
+         "length": "max_tokens", "model_length": "max_tokens", "max_tokens": "max_tokens"}
+# Reasoning that some models put in `content` before the answer (Qwen3 on Groq, DeepSeek-R1 and its distills).
+_THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
 # What an assistant turn sends back: OpenRouter asks for reasoning_details to be returned within a tool loop.
 _SENT_BACK = ("role", "content", "tool_calls", "reasoning_details")
 
@@ -94,13 +99,28 @@ def as_reply(data: dict[str, Any], model: str, usage: Usage, request_id: str | N
                     input=_arguments(call["function"].get("arguments")))
             for i, call in enumerate(message.get("tool_calls") or [])]
     finish = choice.get("finish_reason")
-    if finish == "length":  # a tool call cut at the limit is no call: the step is told to be brief
-        stop = "max_tokens"
-    else:
-        stop = "tool_use" if uses else _STOP.get(finish, finish) if isinstance(finish, str) else "end_turn"
+    if finish is None or not isinstance(finish, str):
+        finish = ""
+    stop = _STOP.get(finish.strip().lower(), finish)
+    if uses and stop != "max_tokens":  # a tool call cut at the limit is no call: the step is told to be brief
+        stop = "tool_use"
     kept = {k: message[k] for k in _SENT_BACK if k in message}
     return ModelReply(model=str(data.get("model") or model), stop_reason=stop, provider_turn=[kept],
-                      text=text_of(message.get("content")), tool_uses=uses, usage=usage, request_id=request_id)
+                      text=without_thinking(text_of(message.get("content"))), tool_uses=uses, usage=usage,
+                      request_id=request_id)
+
+
+def without_thinking(text: str) -> str:
+    """`text` without a leading reasoning block: <think>...</think>, or reasoning closed by a </think> that was never
+    opened (a chat template that opens it in the prompt); a block never closed is all reasoning (cut at the limit)."""
+    head = text.lstrip()
+    if head.startswith(_THINK_OPEN):
+        end = head.find(_THINK_CLOSE)
+        return "" if end < 0 else head[end + len(_THINK_CLOSE):].lstrip()
+    end = text.find(_THINK_CLOSE)
+    if end >= 0 and _THINK_OPEN not in text[:end]:
+        return text[end + len(_THINK_CLOSE):].lstrip()
+    return text
 
 
 def _arguments(raw: Any) -> dict[str, Any]:
@@ -132,6 +152,33 @@ def count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+# Where servers report the prompt tokens read from their prefix cache, first found wins: OpenAI and most others
+# (prompt_tokens_details.cached_tokens), DeepSeek (prompt_cache_hit_tokens), Mistral (num_cached_tokens), Moonshot
+# (cached_tokens), LiteLLM's proxy (cache_read_input_tokens). And the ones written to it, which a relay of Anthropic's
+# models bills at the cache-write price: OpenRouter (prompt_tokens_details.cache_write_tokens), LiteLLM
+# (cache_creation_input_tokens). Each is a part of prompt_tokens.
+_CACHE_READ = (("prompt_tokens_details", "cached_tokens"), ("prompt_cache_hit_tokens",), ("num_cached_tokens",),
+               ("cached_tokens",), ("cache_read_input_tokens",))
+_CACHE_WRITE = (("prompt_tokens_details", "cache_write_tokens"), ("cache_creation_input_tokens",))
+
+
+def cache_counts(usage: dict[str, Any], prompt: int) -> tuple[int, int]:
+    """The prompt tokens a reply's usage says were read from and written to the server's cache, within `prompt`."""
+    read = min(_first_count(usage, _CACHE_READ), prompt)
+    return read, min(_first_count(usage, _CACHE_WRITE), prompt - read)
+
+
+def _first_count(usage: dict[str, Any], paths: Sequence[tuple[str, ...]]) -> int:
+    for path in paths:
+        value: Any = usage
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        found = count(value)
+        if found:
+            return found
+    return 0
+
+
 def without_credentials(url: str) -> str:
     """`url` without a user name and password, for messages and records."""
     parts = urlsplit(url)
@@ -139,6 +186,19 @@ def without_credentials(url: str) -> str:
         return url
     host = parts.hostname or ""
     return parts._replace(netloc=f"{host}:{parts.port}" if parts.port else host).geturl()
+
+
+def error_detail(error: dict[str, Any]) -> str:
+    """An error object's message on one bounded line, with the upstream reason a relay keeps in `metadata.raw`
+    (OpenRouter says only "Provider returned error" and puts "temporarily rate-limited upstream" there)."""
+    said = str(error.get("message") or error.get("code") or "no detail")
+    metadata = error.get("metadata")
+    raw = metadata.get("raw") if isinstance(metadata, dict) else None
+    if raw:
+        upstream = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False, default=str)
+        provider = metadata.get("provider_name") if isinstance(metadata, dict) else None
+        said += f" ({provider}: {upstream[:1000]})" if isinstance(provider, str) and provider else f" ({upstream[:1000]})"
+    return " ".join(said[:2000].split())[:300]
 
 
 def completion_json(raw: bytes) -> dict[str, Any]:
@@ -150,8 +210,7 @@ def completion_json(raw: bytes) -> dict[str, Any]:
         # OpenRouter may answer 200 with the upstream provider's error, e.g. {"error": {"code": 429, ...}}.
         error = data["error"]
         code = error.get("code")
-        raise ErrorBody(code if isinstance(code, int) and 400 <= code < 600 else 502,
-                         " ".join(str(error.get("message") or code or "no detail").split())[:300])
+        raise ErrorBody(code if isinstance(code, int) and 400 <= code < 600 else 502, error_detail(error))
     choices = data.get("choices") if isinstance(data, dict) else None
     if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)
             and isinstance(choices[0].get("message"), dict)):

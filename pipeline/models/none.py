@@ -32,6 +32,10 @@ class NoModel:
     def check_tools(self, *, model: str, tools: Sequence[dict[str, Any]], phase: Phase = Phase.RESEARCH) -> None:
         self._refuse()
 
+    def warm_prefix(self, *, model: str, system: str, tools: Sequence[dict[str, Any]],
+                    phase: Phase = Phase.RESEARCH) -> None:
+        """Nothing to warm without a model."""
+
     def server_web_search(self, query: str, max_results: int, recency_days: int | None = None, *,
                           phase: Phase = Phase.RESEARCH) -> list[dict[str, Any]]:
         self._refuse()

@@ -49,9 +49,11 @@ from pipeline.models.chat_format import (
     ErrorBody,
     Malformed,
     as_reply,
+    cache_counts,
     completion_json,
     conversation,
     count,
+    error_detail,
     request_body,
     text_of,
     without_credentials,
@@ -169,6 +171,10 @@ class OpenAIChat:
         with self._lock:
             self._tools_ok.add(model)
 
+    def warm_prefix(self, *, model: str, system: str, tools: Sequence[dict[str, Any]],
+                    phase: Phase = Phase.RESEARCH) -> None:
+        """Nothing sent: these servers bill no cache writes, so parallel calls writing one prefix cost no more."""
+
     def server_web_search(self, query: str, max_results: int, recency_days: int | None = None, *,
                           phase: Phase = Phase.RESEARCH) -> list[dict[str, Any]]:
         """Refused: server-side search is Anthropic's tool (the settings check refuses the pair before a run)."""
@@ -260,10 +266,9 @@ class OpenAITransport(MeteredTransport):
             sent = len(json.dumps([body["messages"], body.get("tools")], ensure_ascii=False)) // 4 + 1
             said = len(json.dumps(data["choices"][0]["message"], ensure_ascii=False)) // 4 + 1
             return Usage(input_tokens=sent, output_tokens=said, model_calls=1)
-        details = u.get("prompt_tokens_details")
-        cached = min(count(details.get("cached_tokens")) or 0 if isinstance(details, dict) else 0, prompt)
-        return Usage(input_tokens=prompt - cached, output_tokens=completion, cache_read_input_tokens=cached,
-                     model_calls=1)
+        read, written = cache_counts(u, prompt)
+        return Usage(input_tokens=prompt - read - written, output_tokens=completion, cache_read_input_tokens=read,
+                     cache_creation_input_tokens=written, model_calls=1)
 
     def _stop_reason(self, data: dict[str, Any]) -> str | None:
         finish = data["choices"][0].get("finish_reason")
@@ -335,7 +340,7 @@ def _detail(e: openai.APIStatusError) -> str:
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict):
-            return str(inner.get("message") or inner.get("code") or inner)
+            return error_detail(inner) if inner.get("message") or inner.get("code") else str(inner)
         return str(inner)
     return str(e.message or "no detail")
 

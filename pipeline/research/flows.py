@@ -21,7 +21,7 @@ from pipeline.research.steps.extractive import (
 from pipeline.research.steps.plan import make_plan
 from pipeline.research.steps.research import FixedResearch, research_fixed
 from pipeline.research.steps.review import final_report, write_and_review
-from pipeline.research.steps.worker import research_tools
+from pipeline.research.steps.worker import research_tools, warm_workers
 from pipeline.research.steps.write import NOT_RESEARCHED, no_evidence_report
 from pipeline.research.tools.toolbox import TOOLS
 
@@ -81,7 +81,10 @@ def model_flow(question: str, ctx: RunContext, options: RunOptions, step: Step, 
         so_far.problems.append(refused)
         return
     ctx.offered.add_text(question)
+    warming = warm_workers(ctx) if options.mode == "tools" else None  # beside the plan: no round of its own
     so_far.plan = plan = step("plan", lambda: make_plan(question, ctx, options, so_far.problems))
+    if warming is not None:
+        warming.join()
     if options.mode == "fixed":
         by_sq = step("research", lambda: research_fixed(plan, ctx, options))
         so_far.problems += step("analyse", lambda: propose_findings(plan, by_sq, ctx, options)) or []

@@ -16,9 +16,11 @@ the first matching fault with uses left -> request-shape validation (400, like t
 requested JSON schema, else the text "ok").
 
 Usage is simulated deterministically: about one token per 4 characters of the request's tools, system
-and messages; prompt caching is simulated on the exact request bytes up to each `cache_control`
-breakpoint (render order tools -> system -> messages): a prefix seen before is billed as
-`cache_read_input_tokens`, a new one as `cache_creation_input_tokens`. A reply longer than the request's
+and messages. Prompt caching is simulated as the real API documents it, on the exact request bytes in render order
+tools -> system -> messages, each block without its `cache_control` marker: a request reads the longest prefix that
+was cached before, ending at one of its breakpoints or at any block boundary up to 20 blocks before one (the
+lookback); it writes the prefix up to each breakpoint, billed from the end of what it read to its last breakpoint;
+and what it writes is readable only once it has been answered, so requests sent at the same moment all write. A reply longer than the request's
 `max_tokens` is cut and ends with stop_reason "max_tokens", as the real API does.
 
 A `kind="reply"` fault answers a well-formed, billed 200 message with `reply` (a FakeReply, or a responder
@@ -49,6 +51,7 @@ ERROR_TYPES = {
     504: "timeout_error", 529: "overloaded_error",
 }
 MAX_CACHE_BREAKPOINTS = 4
+LOOKBACK_BLOCKS = 20  # how far before a breakpoint the API looks for a prefix it cached earlier
 
 
 @dataclass(frozen=True)
@@ -260,13 +263,15 @@ class FakeAnthropic(LoopbackFake[MessagesRequest, FakeReply, RecordedRequest, Fa
     def _answer(self, rec: RecordedRequest, req: MessagesRequest, responder: Responder | None) -> dict[str, Any]:
         if rec.path != self.model_path:  # count_tokens
             return {"input_tokens": _tokens("".join(s for s, _ in _prompt_segments(rec)))}
+        breakpoints, usage = self._cache_lookup(req)
         reply = self._reply(req, responder)
+        with self._lock:  # readable by later requests only now that this one is answered
+            self._cache.update(breakpoints)
         content = [dict(b) for b in reply.content]
         for i, b in enumerate(content):
             if b.get("type") == "tool_use" and not b.get("id"):
                 b["id"] = "toolu_" + hashlib.sha256(rec.raw + str(i).encode()).hexdigest()[:24]
         content, out_tokens, stop = _within_max_tokens(reply, content, req.max_tokens)
-        usage = self._usage(req)
         searches = sum(1 for b in content if b.get("type") == "server_tool_use")
         if searches:
             usage["server_tool_use"] = {"web_search_requests": searches}
@@ -274,23 +279,26 @@ class FakeAnthropic(LoopbackFake[MessagesRequest, FakeReply, RecordedRequest, Fa
                 "model": req.model, "content": content, "stop_reason": stop, "stop_sequence": None,
                 "stop_details": reply.stop_details, "usage": {**usage, "output_tokens": out_tokens}}
 
-    def _usage(self, req: MessagesRequest) -> dict[str, Any]:
+    def _cache_lookup(self, req: MessagesRequest) -> tuple[list[str], dict[str, Any]]:
+        """(the prefix keys this request writes, its billed input usage) against what earlier answers cached."""
         segments = _prompt_segments(req.recorded)
-        total = _tokens("".join(s for s, _ in segments))
-        breakpoints: list[tuple[str, int]] = []
+        keys: list[str] = []
+        ends: list[int] = []  # tokens up to the end of each segment
         sofar = hashlib.sha256(req.model.encode())
         chars = ""
-        for text, marked in segments:
+        for text, _marked in segments:
             sofar.update(text.encode())
             chars += text
-            if marked and _tokens(chars) >= self.min_cache_tokens:
-                breakpoints.append((sofar.copy().hexdigest(), _tokens(chars)))
+            keys.append(sofar.copy().hexdigest())
+            ends.append(_tokens(chars))
+        marks = [i for i, (_t, marked) in enumerate(segments) if marked and ends[i] >= self.min_cache_tokens]
+        candidates = {j for i in marks for j in range(max(0, i - LOOKBACK_BLOCKS), i + 1)}
         with self._lock:
-            read = next((n for key, n in reversed(breakpoints) if key in self._cache), 0)
-            write = max(0, breakpoints[-1][1] - read) if breakpoints else 0
-            self._cache.update(key for key, _ in breakpoints)
-        return {"input_tokens": total - read - write, "cache_creation_input_tokens": write,
-                "cache_read_input_tokens": read}
+            read = max((ends[j] for j in candidates if keys[j] in self._cache), default=0)
+        write = max(0, ends[marks[-1]] - read) if marks else 0
+        total = ends[-1] if ends else 0
+        return [keys[i] for i in marks], {"input_tokens": total - read - write,
+                                          "cache_creation_input_tokens": write, "cache_read_input_tokens": read}
 
 
 # -- request-shape validation (the subset of the real API's rules our code could break) -----------
@@ -412,6 +420,17 @@ def _truncate(content: list[dict[str, Any]], max_tokens: int) -> list[dict[str, 
     return out
 
 
+def _unmarked(block: str) -> tuple[str, bool]:
+    """A block's bytes without its cache_control marker (which is no part of the cached content), and whether it had
+    one."""
+    value = json.loads(block)
+    if not isinstance(value, dict):
+        return block, False
+    # Every block re-serialised the same way, so one marked in one request and bare in the next has the same bytes.
+    bare = json.dumps({k: v for k, v in value.items() if k != "cache_control"}, separators=(",", ":"))
+    return bare, "cache_control" in value
+
+
 def _prompt_segments(rec: RecordedRequest) -> list[tuple[str, bool]]:
     """(exact request text, carries cache_control) per cacheable unit, in render order tools -> system -> messages."""
     text = rec.raw.decode("utf-8")
@@ -422,7 +441,7 @@ def _prompt_segments(rec: RecordedRequest) -> list[tuple[str, bool]]:
             continue
         s, e = spans[name]
         if text[s] == "[":
-            out += [(text[a:z], "cache_control" in json.loads(text[a:z])) for _k, a, z in _spans(text, s)]
+            out += [_unmarked(text[a:z]) for _k, a, z in _spans(text, s)]
         else:
             out.append((text[s:e], False))
     if "messages" in spans and text[spans["messages"][0]] == "[":
@@ -433,7 +452,8 @@ def _prompt_segments(rec: RecordedRequest) -> list[tuple[str, bool]]:
                 continue
             cs, ce = parts["content"]
             if text[cs] == "[":
-                out += [(role + text[x:y], "cache_control" in json.loads(text[x:y])) for _k, x, y in _spans(text, cs)]
+                out += [(role + block, marked) for block, marked in
+                        (_unmarked(text[x:y]) for _k, x, y in _spans(text, cs))]
             else:
                 out.append((role + text[cs:ce], False))
     return out

@@ -220,8 +220,11 @@ class FakeOpenAI(LoopbackFake[MessagesRequest, FakeReply, ChatRecord, FaultKind]
     def __init__(self, brain: Responder = default_brain, *, api_key: str | None = None,
                  models: Collection[str] | None = None, supports_schema: bool = True,
                  supports_json_mode: bool = True, supports_tools: bool = True, hang_seconds: float = 10.0,
-                 min_cache_tokens: int = 1024, cache_increment: int = 128):
+                 min_cache_tokens: int = 1024, cache_increment: int = 128,
+                 finish_words: Mapping[str, str] | None = None):
+        """`finish_words` respells finish reasons as a server does (Snowflake: {"stop": ""})."""
         super().__init__(brain, api_key=api_key, hang_seconds=hang_seconds)
+        self.finish_words = dict(finish_words or {})
         self.models = set(models) if models is not None else None
         self.supports_schema = supports_schema
         self.supports_json_mode = supports_json_mode
@@ -272,9 +275,12 @@ class FakeOpenAI(LoopbackFake[MessagesRequest, FakeReply, ChatRecord, FaultKind]
         return {"id": "chatcmpl-" + hashlib.sha256(rec.raw).hexdigest()[:24], "object": "chat.completion",
                 "created": int(time.time()), "model": req.model, "system_fingerprint": None,
                 "choices": [{"index": 0, "message": message, "logprobs": None,
-                             "finish_reason": _FINISH.get(stop, "stop")}],
+                             "finish_reason": self._finish(_FINISH.get(stop, "stop"))}],
                 "usage": {"prompt_tokens": prompt, "completion_tokens": out_tokens,
                           "total_tokens": prompt + out_tokens, "prompt_tokens_details": {"cached_tokens": cached}}}
+
+    def _finish(self, word: str) -> str:
+        return self.finish_words.get(word, word)
 
     def _bill(self, req: MessagesRequest) -> tuple[int, int]:
         """(prompt tokens, cached tokens) under automatic prefix caching, remembering this prompt for later ones."""

@@ -9,12 +9,17 @@ Loop rules, enforced here rather than in the prompt:
 - a tool answering BUDGET_EXHAUSTED closes searching and fetching: the next turn is told to record what it can
   support and stop, and is the last; a model call the budget refuses ends the worker at once;
 - any other model failure ends that worker with a Problem; the other workers go on.
+- a page's text is in context for the turn that reads it; once a finding is recorded from it, the next request shows
+  its PAGE line and a note naming those findings instead (find_in_page reads any passage again), so the text is
+  not paid for on every later turn.
 The system prompt and the tool list are the same bytes on every call, and a cache breakpoint moves to the newest
-user turn, so each turn re-reads the conversation so far from the prompt cache.
+user turn, so each turn re-reads the conversation so far from the prompt cache. A page is taken out once, so the
+conversation before it stays the cached prefix.
 """
 from __future__ import annotations
 
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
@@ -35,6 +40,8 @@ NUDGE_BRIEF = ("Your last reply was cut off at the output limit. Be brief: make 
                "or finish with a short summary.")
 NOTE_BUDGET = ("The research budget is spent: searching and fetching are closed. Record with record_finding what "
                "the pages you already fetched support, then stop with your one-paragraph summary.")
+PAGE_READ = ("(PAGE_TEXT_REMOVED: you read this page's text in an earlier turn. Findings recorded from {source}: "
+             "{findings}. find_in_page with {source} reads any passage of it again.)")
 NOTE_WRAP_UP = ("You have reached your step limit; this is your last turn. Searching and fetching are closed. "
                 "Record with record_finding the findings the pages you already fetched support now, then stop "
                 "with your one-paragraph summary.")
@@ -89,6 +96,15 @@ def research_tools(plan: Plan, ctx: RunContext, options: RunOptions) -> list[Pro
     return [r.problem for r in results if r.problem is not None]
 
 
+def warm_workers(ctx: RunContext) -> threading.Thread:
+    """Start writing the workers' shared prefix (system prompt and tools) into the prompt cache, while the plan is
+    made: the workers then start together and all read it, where each would otherwise write it."""
+    thread = threading.Thread(target=ctx.llm.warm_prefix, name="warm-workers", daemon=True,
+                              kwargs={"model": ctx.worker_model, "system": load("worker"), "tools": TOOLS})
+    thread.start()
+    return thread
+
+
 def run_worker(sq: SubQuestion, ctx: RunContext, options: RunOptions, system: str | None = None) -> WorkerResult:
     """One sub-question's tool loop, with start and finish reported as step events."""
     ctx.events.emit(StepEvent(name="worker", sub_question=sq.id, status="started"))
@@ -106,6 +122,7 @@ class _Loop:
         self.box = Toolbox(ctx, sq, results=options.results_per_query)
         self.turns: list[Turn] = [first_message(sq)]
         self.steps = 0
+        self.unread: list[tuple[int, int, str]] = []  # (turn, result, source id) of page text not yet read
 
     def run(self) -> WorkerResult:
         nudged = False
@@ -141,10 +158,30 @@ class _Loop:
                 notes = [n for n in notes if n != NUDGE_PROSE] + [NOTE_WRAP_UP]
             if last is not None:
                 self.box.close_gathering()
+            self._take_out_read_pages()
             self.turns.append(ToolResults(
                 [ToolResult(use.id, outcome.text, outcome.is_error)
                  for use, outcome in zip(reply.tool_uses, outcomes, strict=True)],  # one result per call, in order
                 "\n".join(notes) or None))
+            self.unread += [(len(self.turns) - 1, i, o.page) for i, o in enumerate(outcomes) if o.page is not None]
+
+    def _take_out_read_pages(self) -> None:
+        """Replace the text of each page read in an earlier reply that a finding was recorded from by its PAGE line
+        and a note; a page nothing was recorded from stays, for a later turn (the wrap-up) to record from."""
+        kept = []
+        for turn, i, source in self.unread:
+            found = [f.id for f in self.ctx.notebook.findings() if f.source == source and f.sub_question == self.sq.id]
+            if not found:
+                kept.append((turn, i, source))
+                continue
+            results = self.turns[turn]
+            assert isinstance(results, ToolResults)
+            shown = list(results.results)
+            head = shown[i].content.split("\n", 1)[0]
+            shown[i] = ToolResult(shown[i].tool_use_id, head + "\n" + PAGE_READ.format(
+                source=source, findings=", ".join(found)), shown[i].is_error)
+            self.turns[turn] = ToolResults(shown, results.note)
+        self.unread = kept
 
     def _end(self, ended: Ended, problem: Problem | None = None) -> WorkerResult:
         return WorkerResult(self.sq.id, self.steps, ended, problem)

@@ -24,6 +24,7 @@ class ToolOutcome:
 
     text: str
     is_error: bool = False
+    page: str | None = None  # the source id of the page whose text this result shows (fetch_page)
 
     @property
     def budget_exhausted(self) -> bool:

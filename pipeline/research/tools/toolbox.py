@@ -192,7 +192,7 @@ class Toolbox:
         title = _line(defuse(source.title or ""), "untitled")
         head = f"PAGE {source.id} | {title} | published {_line(source.published, 'unknown')} | {source.final_url}\n"
         note = "(showing the parts most relevant to your focus; use find_in_page for the rest)\n" if cut else ""
-        return ToolOutcome(head + note + wrap(excerpt, source_id=source.id, title=source.title))
+        return ToolOutcome(head + note + wrap(excerpt, source_id=source.id, title=source.title), page=source.id)
 
     def _find_in_page(self, args: FindArgs) -> ToolOutcome:
         source = self._ctx.notebook.resolve_source(args.source_id)
