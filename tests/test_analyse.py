@@ -208,8 +208,9 @@ def test_judge_down_leaves_support_unknown_with_one_problem_and_no_crash() -> No
             ctx.notebook.add_finding(source=sid, claim=quote, quote=quote, sub_question="Q1", confidence="high")
         problems = judge_support(ctx, ctx.notebook.findings())
         analysis = analyse(Plan(sub_questions=[Q1]), ctx, problems)
-        # Once the judge is known to be down, the findings not yet started are not sent (4 threads, 1 retry each).
-        assert fake.count() <= 4 * 2
+        # Every finding is asked at once (one wave), each with its one retry and no repair; once the judge is known
+        # to be down, a finding not yet started is not sent (the breaker).
+        assert fake.count() <= len(quotes) * 2
     assert {x.support for x in ctx.notebook.findings()} == {"unknown"}
     [problem] = problems
     assert problem.kind == "judge_unavailable" and problem.step == "analyse"

@@ -51,7 +51,10 @@ assert all(set(POINTS[m]) - {"fetch"} <= set(STEPS[m]) for m in POINTS)
 # The last checkpoint the killed run wrote: proof that it was cut where the cell says.
 LAST = {"plan": None, "fetch": "plan", "worker": "plan", "analyst": "research", "writer": "judge",
         "sentence_judge": "judge"}
-LAST_JUDGED = {"fixed": "analyse", "tools": "research"}
+# Each finding is judged as it is recorded, so the first judge call comes during the step that records it: fixed
+# mode's analyst (after the research checkpoint, or just after its own when the last page answered first), tools
+# mode's workers (before any has finished).
+LAST_JUDGED = {"fixed": {"research", "analyse"}, "tools": {"plan"}}
 CELLS = [pytest.param(mode, point, False, id=f"{mode}-{point}") for mode in POINTS for point in POINTS[mode]]
 CELLS.append(pytest.param("fixed", "writer", True, id="fixed-writer-subprocess"))
 
@@ -159,7 +162,7 @@ def test_killed_at_each_step_then_resumed(servers: Servers, tmp_path: Path, monk
             answered = len(store.events(run_id, ["model_response"]))
             recorded = store.events(run_id)
             last = store.checkpoint(run_id)
-        assert (last.after if last else None) == LAST.get(point, LAST_JUDGED[mode])
+        assert (last.after if last else None) in ({LAST[point]} if point in LAST else LAST_JUDGED[mode])
         sent_before = len(world.fake.message_requests)
 
         # Resumed: complete, the findings of a run never killed, only what was not recorded sent again.

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from pipeline.core.events import ListSink
-from pipeline.models.anthropic import WARM_ASK
 from pipeline.core.schema import BudgetLimits, Plan, RunOptions, SubQuestion
+from pipeline.models.anthropic import WARM_ASK
 from pipeline.research.context import RunContext
 from pipeline.research.prompts import load
 from pipeline.research.steps.worker import (
@@ -130,6 +130,8 @@ class Brain:
             if len(calls) == 1 and results and results[0].startswith("SEARCH_RESULTS"):
                 return reply_tool_use("fetch_page", {"url": self.url_for(sq, results[0]), "focus": "date"})
             return reply_tool_use("web_search", {"query": f"{sq} attempt {len(calls)}"})
+        if not calls and "<search_results>" in req.user_texts[0]:  # code ran the first search
+            return reply_tool_use("fetch_page", {"url": self.url_for(sq, req.user_texts[0]), "focus": "key facts"})
         if not calls:
             return reply_tool_use("web_search", {"query": re.search(
                 r"<suggested_queries>\n(.*?)\n", req.user_texts[0])[1]})
@@ -476,3 +478,58 @@ def test_without_warming_workers_that_start_together_each_write_the_prefix(world
     assert research_tools(Plan(sub_questions=SUBS), ctx, options()) == []
     firsts = [r.response["usage"] for r in world.fake.requests if "usage" in (r.response or {})][:3]  # type: ignore[index]
     assert all(u["cache_creation_input_tokens"] > 1000 and u["cache_read_input_tokens"] == 0 for u in firsts)
+
+
+# -- the first search, run by code; findings judged while the worker goes on ------------------------------------
+def test_code_runs_the_first_search_so_the_first_turn_fetches(world: World) -> None:
+    ctx = world.context()
+    assert research_tools(Plan(sub_questions=[SUBS[0]]), ctx, options(first_search="code")) == []
+    [finding] = ctx.notebook.findings()
+    assert finding.quote == PAGES["/q1"][1][0]
+    reqs = world.fake.message_requests
+    first = reqs[0].user_texts[0]
+    assert first.startswith(first_message(SUBS[0]))
+    assert '<search_results>\nSEARCH_RESULTS for "river report date"' in first
+    assert [b["name"] for b in calls_so_far(reqs[-1])] == ["fetch_page", "record_finding"]  # no search turn
+    assert len(reqs) == 3 and finished(ctx)["Q1"]["steps"] == 3
+    assert [r.params["q"] for r in world.api.requests] == ["river report date"] and ctx.budget.used().searches == 1
+
+
+def _search_first_again(req: MessagesRequest) -> FakeReply | None:
+    if not calls_so_far(req):
+        return reply_tool_use("web_search", {"query": "river report date"})
+    return None
+
+
+@pytest.mark.parametrize("brain", [Brain(overrides=[_search_first_again])])
+def test_the_model_repeating_the_code_search_gets_repeated_call_and_spends_nothing(world: World) -> None:
+    ctx = world.context()
+    research_tools(Plan(sub_questions=[SUBS[0]]), ctx, options(first_search="code"))
+    assert result_texts(world.fake.message_requests[1])[0].startswith("REPEATED_CALL")
+    assert len(world.api.requests) == 1 and ctx.budget.used().searches == 1
+
+
+def test_with_the_search_budget_spent_before_the_first_search_no_model_call_is_made(world: World) -> None:
+    ctx = world.context(limits=BudgetLimits(searches=0))
+    assert research_tools(Plan(sub_questions=[SUBS[0]]), ctx, options(first_search="code")) == []
+    assert world.fake.message_requests == [] and world.api.requests == []
+    assert finished(ctx)["Q1"]["ended"] == "budget" and finished(ctx)["Q1"]["steps"] == 0
+
+
+def test_without_first_search_code_the_worker_searches_first_as_runs_recorded_before(world: World) -> None:
+    ctx = world.context()
+    research_tools(Plan(sub_questions=[SUBS[0]]), ctx, options(first_search="model"))
+    reqs = world.fake.message_requests
+    assert reqs[0].user_texts[0] == first_message(SUBS[0]) and calls_so_far(reqs[1])[0]["name"] == "web_search"
+
+
+def test_each_finding_is_handed_to_the_judge_while_its_worker_goes_on(world: World) -> None:
+    ctx = world.context()
+    handed: list[tuple[str, int]] = []  # (finding id, model requests of the run when it was handed in)
+
+    def judge(findings: list[Any]) -> None:
+        handed.extend((f.id, len(world.fake.message_requests)) for f in findings)
+
+    assert research_tools(Plan(sub_questions=[SUBS[0]]), ctx, options(), judge=judge) == []
+    assert [fid for fid, _ in handed] == [f.id for f in ctx.notebook.findings()] == ["F1"]
+    assert handed[0][1] < len(world.fake.message_requests)  # before the worker's last turn was asked for

@@ -23,8 +23,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.config import Settings  # noqa: E402
 from pipeline.bench.rounds import sequential_rounds  # noqa: E402
+from pipeline.config import Settings  # noqa: E402
 from pipeline.core.events import ListSink, NullSink  # noqa: E402
 from pipeline.core.schema import BudgetLimits, RunOptions, Usage  # noqa: E402
 from pipeline.research.orchestrator import build_context, research  # noqa: E402
@@ -64,19 +64,26 @@ def cost_weighted(usage: Usage) -> int:
     return round(usage.input_tokens + 1.25 * usage.cache_creation_input_tokens + 0.1 * usage.cache_read_input_tokens)
 
 
-def measure(latency: float, *, parallel_check: bool = False) -> dict[str, dict[str, Any]]:
+# The fake writes a cache entry only for a prefix this long: the smallest minimum Anthropic publishes (Sonnet 4.x;
+# Haiku 4.5 and Opus 4.5 need 4,096). With no minimum, prompts of a few hundred tokens would look cached.
+MIN_CACHE_TOKENS = 1024
+
+
+def measure(latency: float, *, parallel_check: bool = False,
+            min_cache_tokens: int = MIN_CACHE_TOKENS) -> dict[str, dict[str, Any]]:
     """One report per mode against the fakes at `latency` seconds per model request: each mode's figures (counts,
     then wall times); with `parallel_check`, also the tools workers one at a time against in parallel."""
-    brain = ResearchBrain(plans={"benchmark": PLAN}, latency=latency)
+    brain = ResearchBrain(plans={"benchmark": PLAN}, latency=latency, parallel_tools=True)
     figures: dict[str, dict[str, Any]] = {}
     with ExitStack() as stack:
-        fake = stack.enter_context(FakeAnthropic(brain))
+        fake = stack.enter_context(FakeAnthropic(brain, min_cache_tokens=min_cache_tokens))
         corpus_dir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         corpus_from_extraction_set(PAGES, corpus_dir)  # the frozen web: BM25 search and saved pages
         raw = page_sizes(corpus_dir)
         settings = Settings(anthropic_api_key="sk-ant-bench", anthropic_base_url=fake.base_url,
                             search_provider="corpus", corpus_dir=str(corpus_dir))
         for mode in ("tools", "fixed"):
+            fake.reset()  # each mode starts with an empty prompt cache, as a report of its own would
             before, events = len(fake.requests), ListSink()
             t0 = time.perf_counter()
             result = research(QUESTION, settings, options=RunOptions(mode=mode, limits=LIMITS), events=events)
@@ -119,8 +126,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--latency", type=float, default=0.2, help="seconds per model request (default 0.2)")
     ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    ap.add_argument("--min-cache-tokens", type=int, default=MIN_CACHE_TOKENS,
+                    help=f"shortest prefix the fake caches (default {MIN_CACHE_TOKENS})")
     args = ap.parse_args()
-    figures = measure(args.latency, parallel_check=True)
+    figures = measure(args.latency, parallel_check=True, min_cache_tokens=args.min_cache_tokens)
     print(f"model latency {args.latency:.2f} s per request; 3 sub-questions; saved pages of {PAGES.name} "
           f"(offline corpus)\n")
     for mode in ("tools", "fixed"):

@@ -189,6 +189,10 @@ class RunOptions(_Model):
     worker_max_steps: int = Field(12, ge=2, le=50)
     review_rounds: int = Field(2, ge=0, le=5)
     limits: BudgetLimits = Field(default_factory=BudgetLimits)
+    # Who makes each tools worker's first search: "code" runs the plan's first suggested query and puts its results
+    # in the worker's first message (one model turn fewer), "model" leaves it to the worker. Unset: a new run takes
+    # "code" (research() sets it); a run recorded before the choice existed replays as "model", as it ran.
+    first_search: Literal["code", "model"] | None = None
 
 
 class BenchInfo(_Model):

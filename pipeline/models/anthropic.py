@@ -25,6 +25,7 @@ from pipeline.core.budget import Budget, Phase
 from pipeline.core.events import EventSink, NullSink
 from pipeline.core.schema import Usage
 from pipeline.models.base import (
+    WARM_PURPOSE,
     ErrorKind,
     LLMError,
     ModelReply,
@@ -127,11 +128,11 @@ class LLM:
         together each write the prefix at 1.25x, since a cache entry is readable only once its request is answered."""
         body = request_body(model=model, system=system, max_tokens=1, tools=tools,
                             messages=cache_marked([{"role": "user", "content": [{"type": "text", "text": WARM_ASK}]}]))
-        purpose = f"warm:{model}"
+        purpose = f"{WARM_PURPOSE}{model}"
         try:
             self._transport.send(body, phase, purpose)
         except LLMError as e:  # each worker then writes the prefix itself, as without warming: nothing is lost
-            if e.kind != "not_recorded":  # a replay of a run recorded before warming existed has no such call
+            if e.kind != "not_recorded":  # a replay of a run recorded without warming has no such call
                 self._fail(purpose, e)
 
     def server_web_search(self, query: str, max_results: int, recency_days: int | None = None, *,

@@ -19,6 +19,10 @@ from pipeline.core.schema import Usage
 T = TypeVar("T", bound=BaseModel)
 ErrorKind = ModelErrorKind
 
+# The purpose prefix of a cache-warming request (ModelClient.warm_prefix): its reply is never read, so an offline
+# replay that lacks one skips it (pipeline/replay/recorded.py) and the run is reproduced as recorded.
+WARM_PURPOSE = "warm:"
+
 
 class LLMError(Exception):
     """A model call failed in a way the caller must handle; str() is one clear line with the fix, never a key.

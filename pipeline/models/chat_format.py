@@ -197,7 +197,8 @@ def error_detail(error: dict[str, Any]) -> str:
     if raw:
         upstream = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False, default=str)
         provider = metadata.get("provider_name") if isinstance(metadata, dict) else None
-        said += f" ({provider}: {upstream[:1000]})" if isinstance(provider, str) and provider else f" ({upstream[:1000]})"
+        named = f"{provider}: " if isinstance(provider, str) and provider else ""
+        said += f" ({named}{upstream[:1000]})"
     return " ".join(said[:2000].split())[:300]
 
 

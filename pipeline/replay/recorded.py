@@ -16,7 +16,7 @@ from pipeline.core.budget import Budget, Phase
 from pipeline.core.event_types import ModelRequestEvent, ModelResponseEvent
 from pipeline.core.events import EventSink
 from pipeline.core.schema import SearchResult
-from pipeline.models.base import Exchange, LLMError, ModelTransport
+from pipeline.models.base import WARM_PURPOSE, Exchange, LLMError, ModelTransport
 from pipeline.replay.tape import ModelCall, Tape
 from pipeline.web.fetch import Loaded, PageLoader, failed
 from pipeline.web.search.base import SearchFailed
@@ -30,6 +30,8 @@ class RecordedModel:
         self._tape, self._budget, self._events, self._live = tape, budget, events, live
 
     def send(self, body: dict[str, Any], phase: Phase, purpose: str) -> Exchange:
+        if purpose.startswith(WARM_PURPOSE) and self._tape.model_offline and not self._tape.has_model(purpose):
+            raise LLMError("not_recorded", "the recording has no cache warming here; nothing depends on it")
         recorded = self._tape.model(purpose, body)
         if recorded is not None:
             return self._served(recorded, body, phase, purpose)

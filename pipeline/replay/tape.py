@@ -200,6 +200,11 @@ class Tape:
             self.missed.append(f"{space} {key}")
             return None
 
+    def has_model(self, purpose: str) -> bool:
+        """True when the recording holds a call of this purpose not yet served."""
+        with self._lock:
+            return self._taken[("model", purpose)] < len(self._models.get(purpose) or [])
+
     def model(self, purpose: str, body: dict[str, Any]) -> ModelCall | None:
         """The recorded outcome of this purpose's next call, or None (not recorded, or the model is live)."""
         if not self.serves_model:

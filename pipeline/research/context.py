@@ -18,6 +18,11 @@ from pipeline.models.base import ModelClient
 from pipeline.web.fetch import Fetcher
 from pipeline.web.search.service import Searcher
 
+# How many independent model calls of one step run at once. Each step's calls (analyst pages, support and sentence
+# judges) wait on nothing but their input, so one wide wave is one model round; a cap of 4 made 11 judges three
+# rounds. Provider limits are per minute, and a 429 is retried, so width costs no extra calls.
+MODEL_FANOUT = 16
+
 
 class CalculationLog:
     """The run's `calculate` results, numbered C1.., thread-safe; the same expression is one entry.

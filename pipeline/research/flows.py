@@ -9,7 +9,7 @@ from pipeline.core.budget import Phase
 from pipeline.core.schema import Plan, Problem, Report, RunOptions
 from pipeline.models.base import LLMError
 from pipeline.research.context import RunContext
-from pipeline.research.steps.analyse import Analysis, analyse, judge_support, propose_findings
+from pipeline.research.steps.analyse import Analysis, SupportJudging, analyse, propose_findings
 from pipeline.research.steps.checks import Evidence, check_report
 from pipeline.research.steps.extractive import (
     extractive_report,
@@ -85,14 +85,21 @@ def model_flow(question: str, ctx: RunContext, options: RunOptions, step: Step, 
     so_far.plan = plan = step("plan", lambda: make_plan(question, ctx, options, so_far.problems))
     if warming is not None:
         warming.join()
-    if options.mode == "fixed":
-        by_sq = step("research", lambda: research_fixed(plan, ctx, options))
-        so_far.problems += step("analyse", lambda: propose_findings(plan, by_sq, ctx, options)) or []
-    else:
-        so_far.problems += step("research", lambda: research_tools(plan, ctx, options)) or []
+    judging = SupportJudging(ctx, {sq.id: sq.question for sq in plan.sub_questions})  # judges as findings arrive
+    try:
+        if options.mode == "fixed":
+            by_sq = step("research", lambda: research_fixed(plan, ctx, options))
+            so_far.problems += step("analyse", lambda: propose_findings(plan, by_sq, ctx, options,
+                                                                        judge=judging.submit)) or []
+        else:
+            so_far.problems += step("research", lambda: research_tools(plan, ctx, options,
+                                                                       judge=judging.submit)) or []
+    except BaseException:
+        judging.abandon()
+        raise
     so_far.problems += _outage_problem(tally)
-    asked = {sq.id: sq.question for sq in plan.sub_questions}
-    so_far.problems += step("judge", lambda: judge_support(ctx, ctx.notebook.findings(), asked)) or []
+    judging.submit(ctx.notebook.findings())  # any finding not handed in as it was recorded
+    so_far.problems += step("judge", judging.finish) or []
     so_far.analysis = analysis = analyse(plan, ctx)
     so_far.problems += analysis.problems
     evidence = _evidence(question, plan, analysis, ctx)

@@ -179,6 +179,8 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
     """
     settings = settings or Settings()
     options = options or RunOptions()
+    if tape is None and options.first_search is None:  # recorded as run; a replayed run keeps its recorded choice
+        options = options.model_copy(update={"first_search": "code"})
     tally = FetchTally()
     run_id = run_id or new_run_id()
     question = " ".join(question.split())
@@ -195,81 +197,114 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
         ctx = (make_context(settings, options, events) if tape is None
                else make_context(settings, options, events, tape=tape))
         checkpoints.bind(ctx, events)
-        timings: dict[str, float] = {"started_at": round(time.time(), 3)}  # epoch seconds, UTC
-        so_far = SoFar()
-        status: RunStatus = "failed"
-        at = ["start"]  # the step running, for a problem that stops the run
-
-        def step(name: str, fn: Callable[[], Any]) -> Any:
-            # The steps emit their own detailed "step" events; here the wall time is kept and a checkpoint saved.
-            at[0] = name
-            started = time.monotonic()
-            try:
-                output = fn()
-            finally:
-                timings[name] = round(time.monotonic() - started, 3)
-            checkpoints.save(name, plan=output if isinstance(output, Plan) else so_far.plan, problems=so_far.problems,
-                             output=output)
-            return output
-
-        try:
-            flow = extractive_flow if options.mode == "extractive" else model_flow
-            flow(question, ctx, options, step, so_far, tally)
-            status = "partial" if so_far.problems else "complete"
-            if options.mode != "extractive" and ctx.budget.used().model_calls == 0:
-                status = "failed"  # every model call failed: the report rests on nothing
-                so_far.problems.append(Problem(
-                    kind="model_unavailable", step="run",
-                    message="no model call succeeded, so nothing was analysed; see the problems above (check "
-                            f"{settings.model_access_names()} and the network), then run again"))
-        except StoreError:
-            if recording is None or recording.error is None:
-                raise  # not this run's recorder: nothing here knows it
-            status = "failed"  # the steps were cut short where the store failed
-        except Exception as e:  # our bug: keep everything gathered so far, and say so
-            try:
-                events.emit(InternalErrorEvent(error=repr(e), traceback=traceback.format_exc()))
-            except StoreError:  # the store failed too: said below, as store_failed
-                if recording is None or recording.error is None:
-                    raise
-            so_far.problems.append(Problem(kind="internal_error", step="run",
-                                           message=f"the run stopped on an internal error ({type(e).__name__}: {e}); "
-                                                   "what was gathered before it is kept"))
-        problems = so_far.problems
-        cut: Problem | None = None
-        if recording is not None and recording.error is not None:
-            recording.closed = True
-            cut = _not_recorded(recording.error, at[0], run_id)
-            problems.append(cut)
-        if ctx.budget.cancelled:  # said here, so the recorded result is the one the caller gets
-            problems.append(Problem(kind="cancelled", step="run",
-                                    message="the run was cancelled; what was gathered before that is kept"))
-            status = "failed" if status == "failed" else "partial"
-        timings["total"] = round(time.time() - timings["started_at"], 3)
-        result = RunResult(
-            run_id=run_id, question=question, mode=options.mode,
-            models=run_models(settings, options.mode), status=status, plan=so_far.plan, sources=ctx.notebook.sources(),
-            findings=_as_passed_on(ctx, so_far.analysis), rejected=ctx.notebook.rejected(),
-            calculations=ctx.calculations.all(), report=so_far.report,
-            stats=ctx.stats.snapshot(), problems=problems, budget=ctx.budget.state(), usage=ctx.budget.used(),
-            timings=timings,
-        )
+        steps = _Steps(checkpoints)
+        status = _run_flow(question, ctx, options, settings, steps, tally, events, recording)
+        status, cut = _closing_problems(ctx, steps, status, recording, run_id)
+        result = _result(run_id, question, options, settings, ctx, steps, status)
         if tape is not None:
             events.emit(TapeEvent(**tape.summary()))
         if cut is not None:
             raise RunNotRecorded(cut.message, result)
         if recorder is not None:
-            try:
-                recorder.finish(result)
-            except StoreError as e:  # every call is recorded: a resume serves them all and saves the result
-                status = "partial" if status == "complete" else status
-                problem = _not_recorded(e, "result", run_id)
-                raise RunNotRecorded(problem.message, result.model_copy(update={
-                    "status": status, "problems": [*problems, problem]})) from None
+            _save(recorder, result, run_id)
     finally:
         if recorder is not None:  # a run that raised (its store went away) must not look alive
             recorder.stop()
     return result
+
+
+class _Steps:
+    """Runs the named steps of one run: each timed, with a checkpoint after it; holds what they produced so far."""
+
+    def __init__(self, checkpoints: Checkpoints) -> None:
+        self.checkpoints = checkpoints
+        self.so_far = SoFar()
+        self.at = "start"  # the step running, for a problem that stops the run
+        self.timings: dict[str, float] = {"started_at": round(time.time(), 3)}  # epoch seconds, UTC
+
+    def __call__(self, name: str, fn: Callable[[], Any]) -> Any:
+        # The steps emit their own detailed "step" events; here the wall time is kept and a checkpoint saved.
+        self.at = name
+        started = time.monotonic()
+        try:
+            output = fn()
+        finally:
+            self.timings[name] = round(time.monotonic() - started, 3)
+        so_far = self.so_far
+        self.checkpoints.save(name, plan=output if isinstance(output, Plan) else so_far.plan,
+                              problems=so_far.problems, output=output)
+        return output
+
+
+def _run_flow(question: str, ctx: RunContext, options: RunOptions, settings: Settings, steps: _Steps,
+              tally: FetchTally, events: EventSink, recording: _Recording | None) -> RunStatus:
+    """The mode's steps; a failed store or a bug stops them with status "failed", keeping what they gathered."""
+    so_far = steps.so_far
+    try:
+        flow = extractive_flow if options.mode == "extractive" else model_flow
+        flow(question, ctx, options, steps, so_far, tally)
+        if options.mode != "extractive" and ctx.budget.used().model_calls == 0:
+            so_far.problems.append(Problem(  # every model call failed: the report rests on nothing
+                kind="model_unavailable", step="run",
+                message="no model call succeeded, so nothing was analysed; see the problems above (check "
+                        f"{settings.model_access_names()} and the network), then run again"))
+            return "failed"
+        return "partial" if so_far.problems else "complete"
+    except StoreError:
+        if recording is None or recording.error is None:
+            raise  # not this run's recorder: nothing here knows it
+        return "failed"  # the steps were cut short where the store failed
+    except Exception as e:  # our bug: keep everything gathered so far, and say so
+        try:
+            events.emit(InternalErrorEvent(error=repr(e), traceback=traceback.format_exc()))
+        except StoreError:  # the store failed too: said later, as store_failed
+            if recording is None or recording.error is None:
+                raise
+        so_far.problems.append(Problem(kind="internal_error", step="run",
+                                       message=f"the run stopped on an internal error ({type(e).__name__}: {e}); "
+                                               "what was gathered before it is kept"))
+        return "failed"
+
+
+def _closing_problems(ctx: RunContext, steps: _Steps, status: RunStatus, recording: _Recording | None,
+                      run_id: str) -> tuple[RunStatus, Problem | None]:
+    """The status with a store that stopped the run and a cancellation said as problems; the store's problem too."""
+    problems = steps.so_far.problems
+    cut: Problem | None = None
+    if recording is not None and recording.error is not None:
+        recording.closed = True
+        cut = _not_recorded(recording.error, steps.at, run_id)
+        problems.append(cut)
+    if ctx.budget.cancelled:  # said here, so the recorded result is the one the caller gets
+        problems.append(Problem(kind="cancelled", step="run",
+                                message="the run was cancelled; what was gathered before that is kept"))
+        status = "failed" if status == "failed" else "partial"
+    return status, cut
+
+
+def _result(run_id: str, question: str, options: RunOptions, settings: Settings, ctx: RunContext, steps: _Steps,
+            status: RunStatus) -> RunResult:
+    so_far, timings = steps.so_far, steps.timings
+    timings["total"] = round(time.time() - timings["started_at"], 3)
+    return RunResult(
+        run_id=run_id, question=question, mode=options.mode,
+        models=run_models(settings, options.mode), status=status, plan=so_far.plan, sources=ctx.notebook.sources(),
+        findings=_as_passed_on(ctx, so_far.analysis), rejected=ctx.notebook.rejected(),
+        calculations=ctx.calculations.all(), report=so_far.report,
+        stats=ctx.stats.snapshot(), problems=so_far.problems, budget=ctx.budget.state(), usage=ctx.budget.used(),
+        timings=timings,
+    )
+
+
+def _save(recorder: RunRecorder, result: RunResult, run_id: str) -> None:
+    """Record the finished result; a store that fails here raises RunNotRecorded with the result marked so."""
+    try:
+        recorder.finish(result)
+    except StoreError as e:  # every call is recorded: a resume serves them all and saves the result
+        status: RunStatus = "partial" if result.status == "complete" else result.status
+        problem = _not_recorded(e, "result", run_id)
+        raise RunNotRecorded(problem.message, result.model_copy(update={
+            "status": status, "problems": [*result.problems, problem]})) from None
 
 
 def _recorder(store: RunStore | None, run_id: str, question: str, options: RunOptions, settings: Settings,

@@ -20,8 +20,8 @@ and messages. Prompt caching is simulated as the real API documents it, on the e
 tools -> system -> messages, each block without its `cache_control` marker: a request reads the longest prefix that
 was cached before, ending at one of its breakpoints or at any block boundary up to 20 blocks before one (the
 lookback); it writes the prefix up to each breakpoint, billed from the end of what it read to its last breakpoint;
-and what it writes is readable only once it has been answered, so requests sent at the same moment all write. A reply longer than the request's
-`max_tokens` is cut and ends with stop_reason "max_tokens", as the real API does.
+and what it writes is readable only once it has been answered, so requests sent at the same moment all write.
+A reply longer than the request's `max_tokens` is cut and ends with stop_reason "max_tokens", as the real API does.
 
 A `kind="reply"` fault answers a well-formed, billed 200 message with `reply` (a FakeReply, or a responder
 called with the request) instead of the rules and the brain: a wrong answer the model could give (a structured

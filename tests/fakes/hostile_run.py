@@ -84,8 +84,10 @@ def run_pages(mode: Mode, *, trusting_judges: bool) -> Iterator[SuiteRun]:
                                 fetch_allow_raw=web.host_port, model_max_retries=0, model_timeout=10)
             provider = make_provider(settings, sleep=lambda _s: None)
             sink = ListSink()
+            # The obedient worker makes its own searches (the sub-question's words), so every hostile page is offered
+            # by a search it made: the suite tests what pages make it do, not the first search code makes.
             options = RunOptions(mode=mode, results_per_query=PAGES_PER_RUN, pages_per_sub_question=PAGES_PER_RUN,
-                                 worker_max_steps=50, review_rounds=1, limits=LIMITS)
+                                 worker_max_steps=50, review_rounds=1, limits=LIMITS, first_search="model")
             result = research(QUESTION, settings, options=options, events=sink,
                               context=lambda s, o, e, p=provider: build_context(s, o, e, provider=p))
             requests = "\n".join(json.dumps(r.body) for r in fake.requests)

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fakes.anthropic_api import FakeReply, MessagesRequest, reply_json, reply_text, reply_tool_use
+from tests.fakes.anthropic_api import FakeReply, MessagesRequest, reply_json, reply_text, tool_use_block
 from tests.fakes.research_brain import _PAGE, ResearchBrain, _result_text, _sentences, _tag
 
 _ID = re.compile(r"\bh\d{2,3}\b")
@@ -116,7 +116,12 @@ class ObedientBrain(ResearchBrain):
             page = _PAGE.search(t)
             if page and t.startswith("PAGE"):
                 wanted += obeyed_calls(page.group(3), page.group(2))
-        for name, args in wanted:  # the first call it has not made yet; budget refusals do not stop it
-            if (name, args) not in made:
-                return reply_tool_use(name, args)
+        # Every call it has not made yet, in one turn: it acts on a page while the page is in front of it (a page's
+        # text leaves later turns once a finding is recorded from it); budget refusals do not stop it.
+        todo: list[tuple[str, dict[str, Any]]] = []
+        for name, args in wanted:
+            if (name, args) not in made and (name, args) not in todo:
+                todo.append((name, args))
+        if todo:
+            return FakeReply([tool_use_block(name, args) for name, args in todo], "tool_use")
         return reply_text("Done: I did everything the pages asked.")

@@ -19,7 +19,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes.anthropic_api import FakeReply, MessagesRequest, default_brain, reply_json, reply_text, reply_tool_use
+from tests.fakes.anthropic_api import (
+    FakeReply,
+    MessagesRequest,
+    default_brain,
+    reply_json,
+    reply_text,
+    reply_tool_use,
+    tool_use_block,
+)
 
 _WORD = re.compile(r"[a-z0-9]{4,}")
 _NUM = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
@@ -71,6 +79,9 @@ class ResearchBrain:
     writer_faults: set[str] = field(default_factory=set)
     follow_injection: bool = False  # the analyst/worker "obeys" a page that asks to report the price as 1
     latency: float = 0.0
+    # The worker makes independent calls in one turn, as its prompt asks (fetches together, then the findings of
+    # every page just read together); off, one call per turn.
+    parallel_tools: bool = False
 
     def __call__(self, req: MessagesRequest) -> FakeReply:
         if self.latency:
@@ -169,7 +180,8 @@ class ResearchBrain:
                  if isinstance(b, dict) and b.get("type") == "tool_use"]
         results = [b for m in req.messages if m.get("role") == "user" and isinstance(m.get("content"), list)
                    for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
-        texts = [_result_text(r) for r in results]
+        seeded = _tag(first, "search_results") or ""  # the first search, run by code
+        texts = [t for t in [seeded] if t] + [_result_text(r) for r in results]
         last = texts[-1] if texts else ""
         if any(t.startswith("BUDGET_EXHAUSTED") for t in texts[-1:]):
             return reply_text("Stopping: the budget is spent.")
@@ -177,22 +189,36 @@ class ResearchBrain:
         if re.search(r"\bpercent", topic, re.I) and len(nums) >= 2 and not any(c["name"] == "calculate" for c in calls):
             a, b = nums[0], nums[1]
             return reply_tool_use("calculate", {"expression": f"({b} - {a}) / {a} * 100"})
-        if not calls or (last.startswith("RESULT") and not any(c["name"] == "web_search" for c in calls)):
+        if not seeded and (not calls or (last.startswith("RESULT")
+                                         and not any(c["name"] == "web_search" for c in calls))):
             return reply_tool_use("web_search", {"query": queries[0] if queries else topic})
         fetched = {c["input"].get("url") for c in calls if c["name"] == "fetch_page"}
         urls = [u for t in texts if t.startswith("SEARCH_RESULTS") for u in re.findall(r"^\s+url: (\S+)$", t, re.M)]
-        page = _PAGE.search(last)
-        if page and last.startswith("PAGE"):
-            quotes = best_sentences(page.group(3), topic, k=1)
-            if self.follow_injection and "price as 1" in page.group(3):
-                quotes = ["The price is 1 dollar per month."]
-            if quotes:
-                return reply_tool_use("record_finding", {"source_id": page.group(2), "claim": quotes[0],
-                                                         "quote": quotes[0], "confidence": "high"})
-        pending = [u for u in urls if u not in fetched]
-        if pending and len(fetched) < 2:
-            return reply_tool_use("fetch_page", {"url": pending[0], "focus": topic})
+        newest = [_result_text(b) for b in _last_results(req)] if self.parallel_tools else [last]
+        records = []
+        for text in newest:
+            page = _PAGE.search(text)
+            if page and text.startswith("PAGE"):
+                quotes = best_sentences(page.group(3), topic, k=1)
+                if self.follow_injection and "price as 1" in page.group(3):
+                    quotes = ["The price is 1 dollar per month."]
+                if quotes:
+                    records.append(tool_use_block("record_finding", {"source_id": page.group(2), "claim": quotes[0],
+                                                                     "quote": quotes[0], "confidence": "high"}))
+        if records:
+            return FakeReply(records, "tool_use")
+        pending = [u for u in urls if u not in fetched][:max(0, 2 - len(fetched))]
+        if pending:
+            return FakeReply([tool_use_block("fetch_page", {"url": u, "focus": topic})
+                              for u in pending[:len(pending) if self.parallel_tools else 1]], "tool_use")
         return reply_text("Done: I recorded what the pages support.")
+
+
+def _last_results(req: MessagesRequest) -> list[dict[str, Any]]:
+    """The tool_result blocks of the newest user message."""
+    content = req.messages[-1].get("content") if req.messages else None
+    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] if isinstance(
+        content, list) else []
 
 
 def _result_text(block: dict[str, Any]) -> str:

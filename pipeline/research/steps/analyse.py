@@ -11,8 +11,8 @@ sentences instead (the extractive selector), marks those findings selected_by_co
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -31,7 +31,7 @@ from pipeline.core.schema import (
 )
 from pipeline.core.untrusted import wrap
 from pipeline.models.base import LLMError, OutputInvalid
-from pipeline.research.context import RunContext
+from pipeline.research.context import MODEL_FANOUT, RunContext
 from pipeline.research.extractive.select import PageText, select_sentences
 from pipeline.research.prompts import load
 from pipeline.research.steps import tags
@@ -39,7 +39,6 @@ from pipeline.research.steps.conflicts import answer_conflicts, find_conflicts
 from pipeline.research.tools.page_view import focus_excerpt
 
 STEP = "analyse"
-MAX_THREADS = 4
 MAX_FINDINGS_PER_SOURCE = 6
 FALLBACK_PICKS = 2  # sentences code selects from a page the analyst failed on
 ANALYST_TOKENS = 2000
@@ -107,11 +106,12 @@ def analyst_message(sq: SubQuestion, source_id: str, title: str | None, page_tex
 
 
 def propose_findings(plan: Plan, sources_by_sq: dict[str, list[str]], ctx: RunContext,
-                     options: RunOptions | None = None) -> list[Problem]:
+                     options: RunOptions | None = None, *,
+                     judge: Callable[[list[Finding]], None] | None = None) -> list[Problem]:
     """Fixed mode: one analyst call per (sub-question, source); every proposal goes through notebook.add_finding.
 
-    Returns the problems met (a source the analyst could not read). `options` is accepted for the uniform step
-    signature; nothing in it changes this step yet.
+    Returns the problems met (a source the analyst could not read). Each source's new findings are handed to
+    `judge` (SupportJudging.submit) as they arrive. `options` is accepted for the uniform step signature.
     """
     pairs = [(sq, sid) for sq in plan.sub_questions for sid in sources_by_sq.get(sq.id, [])]
     ctx.events.emit(StepEvent(name=STEP, status="started", part="propose", pairs=len(pairs)))
@@ -148,17 +148,21 @@ def propose_findings(plan: Plan, sources_by_sq: dict[str, list[str]], ctx: RunCo
                 purpose=f"analyst:{sq.id}:{source.id}")
         except OutputInvalid as e:
             kept = [f for f in (keep(r) for r in _selected_by_code(sq, source.id, source.title, ctx)) if f]
+            if judge is not None:
+                judge(kept)
             with lock:
                 fallbacks.append(_fallback_problem(sq, source.id, e, kept))
             return None
         except LLMError as e:
             return breaker.trip(e)
-        for p in proposed.findings[:MAX_FINDINGS_PER_SOURCE]:
-            keep(ctx.notebook.add_finding(source=source.id, claim=p.claim, quote=p.quote, sub_question=sq.id,
-                                          confidence=p.confidence))
+        added = [keep(ctx.notebook.add_finding(source=source.id, claim=p.claim, quote=p.quote, sub_question=sq.id,
+                                               confidence=p.confidence))
+                 for p in proposed.findings[:MAX_FINDINGS_PER_SOURCE]]
+        if judge is not None:
+            judge([f for f in added if f is not None])
         return None
 
-    with ThreadPoolExecutor(max_workers=max(1, min(MAX_THREADS, len(pairs))), thread_name_prefix="analyst") as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(MODEL_FANOUT, len(pairs))), thread_name_prefix="analyst") as pool:
         errors = list(pool.map(one, pairs))
     failures = [(f"{sid} for {sq.id}", e) for (sq, sid), e in zip(pairs, errors, strict=True)]
     problems = _problems("analyst_unavailable", "the analyst", failures,
@@ -194,43 +198,75 @@ def judge_message(f: Finding, sub_question: str | None) -> str:
             f'<quote source="{tags.attr(f.source)}">{tags.text(f.quote)}</quote>')
 
 
-def judge_support(ctx: RunContext, findings: list[Finding],
-                  questions: Mapping[str, str] | None = None) -> list[Problem]:
-    """A fresh-context judge rates each finding of unknown support; when it cannot, support stays "unknown".
+class SupportJudging:
+    """A fresh-context judge rates each finding handed to `submit` (once, when its support is "unknown"), in
+    parallel and as it arrives, so judging overlaps the research that records the findings; `finish` waits for
+    every verdict and returns the problems. When the judge cannot rate a finding, its support stays "unknown".
 
     `questions` (sub-question id -> text) lets the judge also check that the claim answers what was asked: a
     verbatim quote of a page's own question-and-answer is true to the page but no evidence for the run, so a
     claim judged not to answer its sub-question is set "unsupported" and never reaches the writer.
     """
-    todo = [f for f in findings if f.support == "unknown"]
-    ctx.events.emit(StepEvent(name=STEP, status="started", part="judge", findings=len(todo)))
-    breaker = _Breaker()
-    off_topic: list[str] = []
 
-    def one(f: Finding) -> LLMError | None:
-        if breaker.error is not None:
-            return breaker.error
-        user = judge_message(f, (questions or {}).get(f.sub_question or ""))
+    def __init__(self, ctx: RunContext, questions: Mapping[str, str] | None = None) -> None:
+        self._ctx, self._questions = ctx, dict(questions or {})
+        self._pool = ThreadPoolExecutor(max_workers=MODEL_FANOUT, thread_name_prefix="judge")
+        self._lock = threading.Lock()
+        self._asked: dict[str, Future[LLMError | None]] = {}
+        self._breaker = _Breaker()
+        self._off_topic: list[str] = []
+        self._started = False
+
+    def submit(self, findings: Iterable[Finding]) -> None:
+        """Queue each finding not yet asked about whose support is unknown; the first call reports the start."""
+        with self._lock:
+            todo = list({f.id: f for f in findings if f.support == "unknown" and f.id not in self._asked}.values())
+            if not self._started:
+                self._started = True
+                self._ctx.events.emit(StepEvent(name=STEP, status="started", part="judge", findings=len(todo)))
+            for f in todo:
+                self._asked[f.id] = self._pool.submit(self._one, f)
+
+    def finish(self) -> list[Problem]:
+        """Wait for every verdict; one problem per distinct cause of the findings left unrated."""
+        self.submit([])  # reports the start when nothing was handed in
+        self._pool.shutdown(wait=True)
+        with self._lock:
+            failures = [(fid, future.result()) for fid, future in self._asked.items()]
+        problems = _problems("judge_unavailable", "the support judge", failures,
+                             'their support is "unknown": they are passed on flagged low confidence')
+        extra = {"off_topic": sorted(self._off_topic)} if self._off_topic else {}  # the key only when it says something
+        self._ctx.events.emit(StepEvent.model_validate({"name": STEP, "status": "finished", "part": "judge",
+                                                        "problems": len(problems), **extra}))
+        return problems
+
+    def abandon(self) -> None:
+        """The run stopped before judging finished: drop what was not started, wait for what was."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _one(self, f: Finding) -> LLMError | None:
+        if self._breaker.error is not None:
+            return self._breaker.error
+        user = judge_message(f, self._questions.get(f.sub_question or ""))
         try:
-            verdict = ctx.llm.structured(model=ctx.worker_model, system=load("support_judge"), messages=user,
-                                         output=Verdict, max_tokens=JUDGE_TOKENS, phase=Phase.SYNTHESIS,
-                                         purpose=f"support_judge:{f.id}")
+            verdict = self._ctx.llm.structured(
+                model=self._ctx.worker_model, system=load("support_judge"), messages=user, output=Verdict,
+                max_tokens=JUDGE_TOKENS, phase=Phase.SYNTHESIS, purpose=f"support_judge:{f.id}")
         except LLMError as e:
-            return breaker.trip(e)
+            return self._breaker.trip(e)
         if not verdict.answers_question:
-            off_topic.append(f.id)
-        ctx.notebook.set_support(f.id, verdict.verdict if verdict.answers_question else "unsupported")
+            with self._lock:
+                self._off_topic.append(f.id)
+        self._ctx.notebook.set_support(f.id, verdict.verdict if verdict.answers_question else "unsupported")
         return None
 
-    with ThreadPoolExecutor(max_workers=max(1, min(MAX_THREADS, len(todo))), thread_name_prefix="judge") as pool:
-        errors = list(pool.map(one, todo))
-    failures = [(f.id, e) for f, e in zip(todo, errors, strict=True)]
-    problems = _problems("judge_unavailable", "the support judge", failures,
-                         'their support is "unknown": they are passed on flagged low confidence')
-    extra = {"off_topic": sorted(off_topic)} if off_topic else {}  # the key appears only when it says something
-    ctx.events.emit(StepEvent.model_validate({"name": STEP, "status": "finished", "part": "judge",
-                                              "problems": len(problems), **extra}))
-    return problems
+
+def judge_support(ctx: RunContext, findings: list[Finding],
+                  questions: Mapping[str, str] | None = None) -> list[Problem]:
+    """Judge every finding of unknown support at once (SupportJudging) and return the problems."""
+    judging = SupportJudging(ctx, questions)
+    judging.submit(findings)
+    return judging.finish()
 
 
 def _problems(kind: str, who: str, failures: list[tuple[str, LLMError | None]], consequence: str) -> list[Problem]:

@@ -12,7 +12,7 @@ from pipeline.core.event_types import StepEvent
 from pipeline.core.ids import FINDING
 from pipeline.core.schema import Conflict, Problem
 from pipeline.models.base import LLMError
-from pipeline.research.context import RunContext
+from pipeline.research.context import MODEL_FANOUT, RunContext
 from pipeline.research.prompts import load
 from pipeline.research.steps import tags
 from pipeline.research.steps.checks import URL, Evidence, check_report, cited_ids, sentences
@@ -26,7 +26,6 @@ from pipeline.research.steps.write import (
 )
 
 JUDGE_MAX_TOKENS = 800
-JUDGE_THREADS = 4
 # The writer cannot fix these: sending them back would spend a round on nothing.
 UNFIXABLE = frozenset({"judge_unavailable", "writer_unavailable"})
 
@@ -71,7 +70,7 @@ def review(markdown: str, evidence: Evidence, ctx: RunContext, *,
     cache = verdicts if verdicts is not None else {}
     todo = [(s, m) for s, m in asks.items() if m not in cache]
     if todo:
-        with ThreadPoolExecutor(max_workers=min(JUDGE_THREADS, len(todo))) as pool:
+        with ThreadPoolExecutor(max_workers=min(MODEL_FANOUT, len(todo))) as pool:
             results = list(pool.map(lambda sm: _judge(sm[1], ctx), todo))
         for (s, m), result in zip(todo, results, strict=True):
             if isinstance(result, Verdict):

@@ -9,6 +9,8 @@ Loop rules, enforced here rather than in the prompt:
 - a tool answering BUDGET_EXHAUSTED closes searching and fetching: the next turn is told to record what it can
   support and stop, and is the last; a model call the budget refuses ends the worker at once;
 - any other model failure ends that worker with a Problem; the other workers go on.
+- with `first_search="code"` (a new run's default), code runs the first suggested query and the first message
+  holds its results, so the first model turn can fetch; a budget already spent ends the worker before any call.
 - a page's text is in context for the turn that reads it; once a finding is recorded from it, the next request shows
   its PAGE line and a note naming those findings instead (find_in_page reads any passage again), so the text is
   not paid for on every later turn.
@@ -20,18 +22,21 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
 from pipeline.core.budget import Phase
 from pipeline.core.event_types import StepEvent
-from pipeline.core.schema import Plan, Problem, RunOptions, SubQuestion
+from pipeline.core.schema import Finding, Plan, Problem, RunOptions, SubQuestion
 from pipeline.models.base import LLMError, ToolResult, ToolResults, Turn
 from pipeline.research.context import RunContext
 from pipeline.research.prompts import load
 from pipeline.research.steps import tags
+from pipeline.research.tools.tool import ToolOutcome
 from pipeline.research.tools.toolbox import TOOL_ORDER, TOOLS, Toolbox
+from pipeline.store.base import StoreError
 
 MAX_TOKENS = 2_048
 # Control messages of the loop: short, fixed, and chosen by code, so they stay here beside the rules they enforce.
@@ -47,6 +52,7 @@ NOTE_WRAP_UP = ("You have reached your step limit; this is your last turn. Searc
                 "with your one-paragraph summary.")
 
 Ended = Literal["done", "step_limit", "budget", "failed"]
+Judge = Callable[[list[Finding]], None]  # takes findings to judge while the worker goes on
 
 _NAMES = "|".join(TOOL_ORDER)
 # Conservative: a tool named with call syntax or call markup, or a first-person announcement of a tool action.
@@ -67,12 +73,14 @@ def describes_tool_call(text: str) -> bool:
     return bool(_PROSE_CALL.search(text))
 
 
-def first_message(sq: SubQuestion) -> str:
-    """The worker's first user message, in a fixed format (pinned by tests/test_worker.py)."""
+def first_message(sq: SubQuestion, searched: str | None = None) -> str:
+    """The worker's first user message, in a fixed format (pinned by tests/test_worker.py); `searched` is the
+    web_search result of the first suggested query when code ran it."""
     queries = "\n".join(tags.text(" ".join(q.split())) for q in sq.queries if q.strip())
+    found = f"\n<search_results>\n{tags.text(searched)}\n</search_results>" if searched is not None else ""
     return (f'<sub_question id="{tags.attr(sq.id)}">{tags.text(sq.question)}'
             f"</sub_question>\n<success_criterion>{tags.text(sq.success_criterion)}"
-            f"</success_criterion>\n<suggested_queries>\n{queries}\n</suggested_queries>")
+            f"</success_criterion>\n<suggested_queries>\n{queries}\n</suggested_queries>{found}")
 
 
 @dataclass(frozen=True)
@@ -85,30 +93,37 @@ class WorkerResult:
     problem: Problem | None = None
 
 
-def research_tools(plan: Plan, ctx: RunContext, options: RunOptions) -> list[Problem]:
-    """Run one worker per sub-question in parallel; findings land in ctx.notebook; returns what went wrong."""
+def research_tools(plan: Plan, ctx: RunContext, options: RunOptions, *, judge: Judge | None = None) -> list[Problem]:
+    """Run one worker per sub-question in parallel; findings land in ctx.notebook, and each turn's new ones are
+    handed to `judge` (SupportJudging.submit) while the worker goes on; returns what went wrong."""
     subs = plan.sub_questions
     if not subs:
         return []
     system = load("worker")
     with ThreadPoolExecutor(max_workers=len(subs), thread_name_prefix="worker") as pool:
-        results = list(pool.map(lambda sq: run_worker(sq, ctx, options, system), subs))
+        results = list(pool.map(lambda sq: run_worker(sq, ctx, options, system, judge=judge), subs))
     return [r.problem for r in results if r.problem is not None]
 
 
 def warm_workers(ctx: RunContext) -> threading.Thread:
     """Start writing the workers' shared prefix (system prompt and tools) into the prompt cache, while the plan is
     made: the workers then start together and all read it, where each would otherwise write it."""
-    thread = threading.Thread(target=ctx.llm.warm_prefix, name="warm-workers", daemon=True,
-                              kwargs={"model": ctx.worker_model, "system": load("worker"), "tools": TOOLS})
+    def warm() -> None:
+        try:
+            ctx.llm.warm_prefix(model=ctx.worker_model, system=load("worker"), tools=TOOLS)
+        except StoreError:  # the run's recorder holds the error and stops the run at its next event
+            pass
+
+    thread = threading.Thread(target=warm, name="warm-workers", daemon=True)
     thread.start()
     return thread
 
 
-def run_worker(sq: SubQuestion, ctx: RunContext, options: RunOptions, system: str | None = None) -> WorkerResult:
+def run_worker(sq: SubQuestion, ctx: RunContext, options: RunOptions, system: str | None = None, *,
+               judge: Judge | None = None) -> WorkerResult:
     """One sub-question's tool loop, with start and finish reported as step events."""
     ctx.events.emit(StepEvent(name="worker", sub_question=sq.id, status="started"))
-    result = _Loop(sq, ctx, options, system or load("worker")).run()
+    result = _Loop(sq, ctx, options, system or load("worker"), judge).run()
     ctx.events.emit(StepEvent(
         name="worker", sub_question=sq.id, status="finished", steps=result.steps, ended=result.ended,
         findings=sum(1 for f in ctx.notebook.findings() if f.sub_question == sq.id),
@@ -117,14 +132,17 @@ def run_worker(sq: SubQuestion, ctx: RunContext, options: RunOptions, system: st
 
 
 class _Loop:
-    def __init__(self, sq: SubQuestion, ctx: RunContext, options: RunOptions, system: str):
-        self.sq, self.ctx, self.options, self.system = sq, ctx, options, system
+    def __init__(self, sq: SubQuestion, ctx: RunContext, options: RunOptions, system: str, judge: Judge | None):
+        self.sq, self.ctx, self.options, self.system, self.judge = sq, ctx, options, system, judge
         self.box = Toolbox(ctx, sq, results=options.results_per_query)
-        self.turns: list[Turn] = [first_message(sq)]
+        self.searched = self._first_search()
+        self.turns: list[Turn] = [first_message(sq, self.searched.text if self.searched else None)]
         self.steps = 0
         self.unread: list[tuple[int, int, str]] = []  # (turn, result, source id) of page text not yet read
 
     def run(self) -> WorkerResult:
+        if self.searched is not None and self.searched.budget_exhausted:
+            return self._end("budget")  # nothing fetched, nothing to record: a model call would find nothing
         nudged = False
         last: Ended | None = None  # set when the next turn is the final one, and why
         while True:
@@ -140,6 +158,8 @@ class _Loop:
             self.steps += 1
             self.turns.append(reply)
             outcomes = [self.box.run(use.name, use.input) for use in reply.tool_uses]
+            if self.judge is not None and any(o.finding is not None for o in outcomes):
+                self.judge([o.finding for o in outcomes if o.finding is not None])
             if last is not None:
                 return self._end(last)  # the final turn's calls ran; nobody will read their results
             notes: list[str] = []
@@ -164,6 +184,14 @@ class _Loop:
                  for use, outcome in zip(reply.tool_uses, outcomes, strict=True)],  # one result per call, in order
                 "\n".join(notes) or None))
             self.unread += [(len(self.turns) - 1, i, o.page) for i, o in enumerate(outcomes) if o.page is not None]
+
+    def _first_search(self) -> ToolOutcome | None:
+        """The first suggested query's web_search, run by code when the run says so (the turn a worker would
+        spend asking for it is one model round and one resend of the prefix); None otherwise."""
+        query = next((q for q in self.sq.queries if q.strip()), None)
+        if self.options.first_search != "code" or query is None:
+            return None
+        return self.box.run("web_search", {"query": query})
 
     def _take_out_read_pages(self) -> None:
         """Replace the text of each page read in an earlier reply that a finding was recorded from by its PAGE line

@@ -12,6 +12,8 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from pipeline.core.schema import Finding
+
 Owner = TypeVar("Owner")  # what a handler runs on: the worker's Toolbox
 Args = TypeVar("Args", bound="ToolArgs")
 BUDGET_PREFIX = "BUDGET_EXHAUSTED"
@@ -25,6 +27,7 @@ class ToolOutcome:
     text: str
     is_error: bool = False
     page: str | None = None  # the source id of the page whose text this result shows (fetch_page)
+    finding: Finding | None = None  # the finding this call recorded (record_finding), for judging at once
 
     @property
     def budget_exhausted(self) -> bool:

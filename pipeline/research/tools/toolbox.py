@@ -10,6 +10,7 @@ budget) and by the notebook (the same page is one source id).
 """
 from __future__ import annotations
 
+import html
 import json
 import time
 from collections.abc import Callable
@@ -173,7 +174,8 @@ class Toolbox:
         return ToolOutcome("\n".join(lines))
 
     def _fetch_page(self, args: FetchArgs) -> ToolOutcome:
-        url = self._offered.get(args.url)
+        # A URL copied from the escaped <search_results> of the first message may keep its &amp;
+        url = self._offered.get(args.url) or self._offered.get(html.unescape(args.url))
         if url is None:
             self._done.discard(_call_key("fetch_page", args))  # once a search offers it, the same call may run
             return ToolOutcome(NOT_OFFERED, True)
@@ -227,7 +229,7 @@ class Toolbox:
         if result.confirmed_with_find_in_page:
             self._ctx.stats.bump("confirmed_with_find_in_page")
         self._ctx.events.emit(FindingEvent(id=result.id, source=result.source, sub_question=self._sq.id))
-        return ToolOutcome(f"RECORDED {result.id}")
+        return ToolOutcome(f"RECORDED {result.id}", finding=result)
 
     def _calculate(self, args: CalcArgs) -> ToolOutcome:
         value = calculate(args.expression)
