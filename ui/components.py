@@ -5,16 +5,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 from pipeline.bench.grade import RunGrade
 from pipeline.bench.saved import BenchSummary
-from pipeline.core.schema import RunResult
-from pipeline.store.timeline import Timeline
-from ui.library import is_extractive, mode_label, report_path, run_header, summarise
-from ui.render import notes_html, report_html, report_title, strip_bidi
-from ui.scoreboard import Scoreboard, grading_metrics, verdict
+from ui.library import is_extractive, mode_label, report_path, run_header
+from ui.render import strip_bidi
+from ui.scoreboard import grading_metrics, verdict
+from ui.views import BoardView, ReportView, table
 
 _MD_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")
 LABEL = ("Machine-assisted report. Every [F#] citation is a verbatim quote that code found in a page this run "
@@ -45,11 +43,11 @@ def share_link(run_id: str) -> str:
     return f"{base}{report_path(run_id)}"
 
 
-def show_report(rr: RunResult, timeline: Timeline, *, key: str = "report",
+def show_report(view: ReportView, *, key: str = "report",
                 grading: tuple[BenchSummary, RunGrade] | None = None) -> None:
     """The report of one run, rendered inert, then its suite's grading, checks, evidence, timeline and downloads."""
-    row = summarise(rr, file="", suite="")
-    st.title(md_text(report_title(rr)))
+    rr, row = view.rr, view.row
+    st.title(md_text(view.title))
     no_model = is_extractive(rr.mode, rr.models)
     st.caption(md_text(f"Run {rr.run_id} · {run_header(rr)} · {rr.status}"
                        + (f" · {row.date} UTC" if row.date else "")))
@@ -71,45 +69,37 @@ def show_report(rr: RunResult, timeline: Timeline, *, key: str = "report",
         cols[3].metric("Cost", f"${rr.usage.cost_usd:.4f}")
     cols[4].metric("Time", f"{row.seconds:.1f} s")
 
-    st.html(report_html(rr, title=False))  # the answer first: a reader comes for it, the grading follows
-    if notes := notes_html(rr):
-        st.html(notes)
+    st.html(view.html)  # the answer first: a reader comes for it, the grading follows
+    if view.notes:
+        st.html(view.notes)
     if grading is not None:
         show_grading(*grading)
 
     with st.expander(f"All verified findings ({len(rr.findings)})"):
-        if rr.findings:
-            titles = {s.id: s.title or "Untitled" for s in rr.sources}
-            st.dataframe(pd.DataFrame([{
-                "id": f.id, "sub-question": f.sub_question or "", "claim": f.claim, "quote": f.quote,
-                "source": f"{f.source}: {titles.get(f.source, '')}", "support": f.support,
-                "confidence": f.confidence} for f in rr.findings]), hide_index=True, width="stretch")
+        if view.findings is not None:
+            st.dataframe(view.findings, hide_index=True, width="stretch")
         else:
             st.write("No finding was verified in this run.")
-    if rr.rejected:
+    if view.rejected is not None:
         with st.expander(f"Rejected quotes ({len(rr.rejected)})"):
-            st.dataframe(pd.DataFrame([{"source": r.source, "quote": r.quote, "reason": r.reason}
-                                       for r in rr.rejected]), hide_index=True, width="stretch")
-    if rr.plan and rr.plan.sub_questions:
+            st.dataframe(view.rejected, hide_index=True, width="stretch")
+    if view.plan is not None:
         with st.expander("Plan"):
-            st.dataframe(pd.DataFrame([{
-                "id": sq.id, "sub-question": sq.question, "success criterion": sq.success_criterion,
-                "proxy": sq.proxy or "", "premise check": sq.is_premise_check, "queries": " | ".join(sq.queries)}
-                for sq in rr.plan.sub_questions]), hide_index=True, width="stretch")
+            st.dataframe(view.plan, hide_index=True, width="stretch")
     with st.expander("Timeline: searches, fetches and model calls"):
-        show_timeline(timeline)
+        show_timeline(view)
     c1, c2, c3 = st.columns([1, 1, 3])
     c1.download_button("Report (Markdown)", rr.report.markdown, file_name=f"report-{rr.run_id}.md",
                        mime="text/markdown", key=f"{key}-md", icon=":material/download:")
-    c2.download_button("Run (JSON)", rr.model_dump_json(indent=2), file_name=f"run-{rr.run_id}.json",
+    # Made when clicked: a visitor who only reads costs no serialisation, and no copy is held for the session.
+    c2.download_button("Run (JSON)", lambda: rr.model_dump_json(indent=2), file_name=f"run-{rr.run_id}.json",
                        mime="application/json", key=f"{key}-json", icon=":material/download:")
     c3.text_input("Shareable link", share_link(rr.run_id), key=f"{key}-link", disabled=True)
 
 
 def expectations_table(grade: RunGrade) -> None:
-    st.dataframe(pd.DataFrame([{"expectation": e.name, "met": "yes" if e.passed else "no", "detail": e.detail}
-                               for e in grade.expectations], columns=["expectation", "met", "detail"]),
-                 hide_index=True, width="stretch",
+    st.dataframe(table([{"expectation": e.name, "met": "yes" if e.passed else "no", "detail": e.detail}
+                        for e in grade.expectations]), hide_index=True, width="stretch",
                  column_config={"detail": st.column_config.TextColumn("detail", width="large")})
 
 
@@ -136,8 +126,9 @@ def show_grading(summary: BenchSummary, grade: RunGrade) -> None:
                 col.metric(label, value, help=explained or None)
 
 
-def show_scoreboard(board: Scoreboard) -> None:
+def show_scoreboard(view: BoardView) -> None:
     """One graded suite: the modes side by side, then every question's verdict per mode with a link to its report."""
+    board = view.board
     s = board.summary
     if s.description:
         st.caption(md_text(s.description))
@@ -156,11 +147,11 @@ def show_scoreboard(board: Scoreboard) -> None:
                    "committed before any tuning on them, and a change that raises dev but lowers test is rejected "
                    "(docs/BENCHMARK.md). The baseline is a plain BM25 top-3 sentence selector over every page of "
                    "the same frozen web, computed and graded by the bench the same way: every mode must beat it.")
-        st.dataframe(pd.DataFrame(board.splits), hide_index=True, width="stretch",
+        st.dataframe(view.splits, hide_index=True, width="stretch",
                      column_config={"metric": st.column_config.TextColumn("mode", width=200)})
     st.markdown("**Modes side by side**")
     st.caption(md_text(board.budget))
-    st.dataframe(pd.DataFrame(board.metrics), hide_index=True, width="stretch", row_height=30,
+    st.dataframe(view.metrics, hide_index=True, width="stretch", row_height=30,
                  height=35 + 30 * len(board.metrics),
                  column_config={"metric": st.column_config.TextColumn("metric", width=200)})
 
@@ -169,18 +160,14 @@ def show_scoreboard(board: Scoreboard) -> None:
     st.caption(f"{failing} of {len(board.questions)} questions fail in at least one mode. A verdict names each "
                "expectation that failed; open a run's report to see why.")
     failing_only = st.toggle("Only failing questions", key=f"failing-{board.key}")
-    df = pd.DataFrame(board.question_rows(failing_only=failing_only))
     config: dict[str, Any] = {"question": st.column_config.TextColumn("question", width="large")}
-    order = ["question", *(["repeat"] if "repeat" in df else [])]
     for column in board.columns:
-        if f"{column} run" in df:
-            df[f"{column} report"] = df[f"{column} run"].map(lambda r: report_path(r) if r else None)
+        if f"{column} report" in view.questions:
             config[f"{column} report"] = st.column_config.LinkColumn("report", display_text="open", width=50)
-            order += [column, f"{column} report"]
-    st.dataframe(df, hide_index=True, width="stretch", column_order=order, column_config=config)
+    st.dataframe(view.failing if failing_only else view.questions, hide_index=True, width="stretch",
+                 column_order=view.order, column_config=config)
 
-    labels = {q.question_id: ("fail · " if q.failing else "pass · ") + f"{q.question_id}: {q.question}"[:140]
-              for q in board.questions}
+    labels = view.labels
     picked = st.selectbox("Open a question", list(labels), index=None, format_func=labels.__getitem__,
                           placeholder="Choose a question to see how each mode was graded",
                           key=f"question-{board.key}")
@@ -198,24 +185,19 @@ def show_scoreboard(board: Scoreboard) -> None:
                 expectations_table(grade)
 
 
-def show_timeline(timeline: Timeline) -> None:
+def show_timeline(view: ReportView) -> None:
     """Per-step totals and every call in order; step wall times only when the run kept no call log."""
-    if not timeline.entries:
+    if view.calls is None:
         st.write("No timeline was recorded for this run.")
         return
-    df = pd.DataFrame([e.model_dump() for e in timeline.entries])
-    if timeline.origin == "timings":
+    if view.steps is None:
         st.caption("This run was saved without its call log, so only the time of each step is known.")
-        st.dataframe(df.assign(seconds=df.ms / 1000)[["step", "seconds"]], hide_index=True)
+        st.dataframe(view.calls, hide_index=True)
         return
-    per_step = df.groupby("step", sort=False).agg(
-        searches=("kind", lambda k: int((k == "search").sum())), fetches=("kind", lambda k: int((k == "fetch").sum())),
-        model_calls=("kind", lambda k: int((k == "model").sum())), tokens=("tokens", "sum"),
-        cost_usd=("cost_usd", "sum"), seconds=("ms", lambda m: round(m.sum() / 1000, 2))).reset_index()
-    st.dataframe(per_step, hide_index=True, column_config={
+    st.dataframe(view.steps, hide_index=True, column_config={
         "model_calls": st.column_config.NumberColumn("model calls"),
         "cost_usd": st.column_config.NumberColumn("cost", format="$%.4f"),
         "seconds": st.column_config.NumberColumn("time in calls (s)", format="%.2f")})
-    st.dataframe(df.assign(seconds=(df.ms / 1000).round(2)).drop(columns=["ms"]), hide_index=True, width="stretch",
+    st.dataframe(view.calls, hide_index=True, width="stretch",
                  column_config={"cost_usd": st.column_config.NumberColumn("cost", format="$%.5f"),
                                 "label": st.column_config.TextColumn("what", width="large")})

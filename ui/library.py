@@ -4,9 +4,11 @@ fatal."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import quote
 
 from pydantic import BaseModel, ValidationError
@@ -16,6 +18,7 @@ from pipeline.bench.saved import SUMMARY, BenchSummary, read_summary
 from pipeline.core.schema import BudgetLimits, RunResult
 from pipeline.store.files import RUN_ID, TIMELINE_SUFFIX, read_run_file
 from pipeline.store.timeline import step_times
+from ui.costs import count
 
 _BAD_ID = "its run id {!r} is not a plain id (letters, digits, '_', '.', '-'), so no link could open it"
 _BAD_SUMMARY = "it is not a valid benchmark summary, so this suite has no scoreboard"
@@ -129,19 +132,40 @@ def suite_of(rel: Path) -> str:
     return rel.parts[0] if len(rel.parts) > 1 else DEFAULT_SUITE
 
 
+class Snapshot(NamedTuple):
+    """The library as of one look: rows (newest first), (file, reason) of bad files, each suite's valid summary, and
+    the generation they are of (the content key of anything computed from them)."""
+
+    generation: int
+    rows: list[RunSummary]
+    errors: list[tuple[str, str]]
+    summaries: dict[str, BenchSummary]
+
+
 class RunLibrary:
     """The RunResult files and suite summaries under one folder (a sub-folder names the suite), re-read when changed."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, clock: Callable[[], float] = time.monotonic):
         self.folder = Path(folder)
+        self._clock = clock
+        self._scanned: tuple[float, Snapshot] | None = None
         self._lock = threading.Lock()
         self._seen: dict[Path, tuple[tuple[int, int], RunSummary | str]] = {}
         self._by_id: dict[str, Path] = {}
         self._summaries: dict[Path, tuple[tuple[int, int], BenchSummary | None]] = {}
+        self._generation = 0  # counts every file or summary found added, changed or removed
 
-    def refresh(self) -> tuple[list[RunSummary], list[tuple[str, str]]]:
-        """Rows (newest first) and (file, reason) for each file that is not a RunResult; cheap when nothing changed."""
+    def refresh(self, max_age: float = 0.0) -> tuple[list[RunSummary], list[tuple[str, str]]]:
+        """Rows (newest first) and (file, reason) for each file that is not a RunResult; see snapshot()."""
+        snap = self.snapshot(max_age)
+        return snap.rows, snap.errors
+
+    def snapshot(self, max_age: float = 0.0) -> Snapshot:
+        """The library now: cheap when nothing changed, and no look at the folder at all when the last one is under
+        `max_age` seconds old. Its lists are shared: read them, never change them."""
         with self._lock:
+            if self._scanned is not None and self._clock() - self._scanned[0] < max_age:
+                return self._scanned[1]
             found: dict[Path, tuple[int, int]] = {}
             for path in self._files():
                 try:
@@ -151,9 +175,12 @@ class RunLibrary:
                 found[path] = (st.st_mtime_ns, st.st_size)
             for gone in set(self._seen) - set(found):
                 del self._seen[gone]
+                self._generation += 1
             for path, sig in found.items():
                 if path in self._seen and self._seen[path][0] == sig:
                     continue
+                self._generation += 1
+                count("run file parsed")
                 rel = path.relative_to(self.folder)
                 suite = suite_of(rel)
                 try:
@@ -173,8 +200,10 @@ class RunLibrary:
             for path, (_, seen) in sorted(self._seen.items()):
                 if isinstance(seen, RunSummary):
                     self._by_id.setdefault(seen.run_id, path)
-        rows.sort(key=lambda r: (r.date, r.run_id), reverse=True)
-        return rows, errors
+            rows.sort(key=lambda r: (r.date, r.run_id), reverse=True)
+            snap = Snapshot(self._generation, rows, errors, self._valid_summaries())
+            self._scanned = (self._clock(), snap)
+        return snap
 
     def _files(self) -> Iterable[Path]:
         if not self.folder.is_dir():
@@ -199,16 +228,22 @@ class RunLibrary:
             found[folder / SUMMARY] = (st.st_mtime_ns, st.st_size)
         for gone in set(self._summaries) - set(found):
             del self._summaries[gone]
+            self._generation += 1
         for path, sig in found.items():
             if path not in self._summaries or self._summaries[path][0] != sig:
+                count("summary parsed")
+                self._generation += 1
                 self._summaries[path] = (sig, read_summary(path.parent))
         return sorted(found)
 
     def summaries(self) -> dict[str, BenchSummary]:
         """Each suite's valid summary by suite (its folder's name), as of the last refresh."""
         with self._lock:
-            return {suite_of(p.relative_to(self.folder)): summary for p, (_, summary) in sorted(self._summaries.items())
-                    if summary is not None}
+            return self._valid_summaries()
+
+    def _valid_summaries(self) -> dict[str, BenchSummary]:
+        return {suite_of(p.relative_to(self.folder)): summary for p, (_, summary) in sorted(self._summaries.items())
+                if summary is not None}
 
     def grading(self, run_id: str) -> tuple[BenchSummary, RunGrade] | None:
         """The summary of the suite whose folder holds `run_id`, and its grade of that run; None if it has none."""
@@ -226,14 +261,24 @@ class RunLibrary:
         with self._lock:
             return self._by_id.get(run_id)
 
+    def signature(self, run_id: str) -> tuple[Path, int, int] | None:
+        """The file holding `run_id` with its mtime (ns) and size as of the last refresh: what its content is keyed
+        by; None when no file holds it."""
+        with self._lock:
+            path = self._by_id.get(run_id)
+            return (path, *self._seen[path][0]) if path is not None and path in self._seen else None
+
     def load(self, run_id: str) -> RunResult | None:
         """The full RunResult of `run_id`, or None when no valid file holds it."""
         path = self.path_of(run_id)
         if path is None:
             self.refresh()
             path = self.path_of(run_id)
+        if path is None:
+            return None
+        count("run file parsed")
         try:
-            return read_run_file(path) if path else None
+            return read_run_file(path)
         except (ValidationError, OSError, ValueError):
             return None
 

@@ -2,7 +2,9 @@
 code source and the attempt limiter. Keyed by their configuration, so a changed setting gets a fresh object."""
 from __future__ import annotations
 
+import functools
 import logging
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,12 +12,11 @@ import streamlit as st
 from pydantic import ValidationError
 
 from pipeline.config import Settings
-from pipeline.core.schema import RunResult
 from pipeline.store import migrated_database, open_store, store_exists
 from pipeline.store.base import RunStore, StoreError
 from pipeline.store.database import Database
 from pipeline.store.files import RUN_ID, load_run_file
-from pipeline.store.timeline import Timeline, load_timeline
+from pipeline.store.timeline import load_timeline
 from ui.access import (
     AccessState,
     AttemptLimiter,
@@ -26,6 +27,7 @@ from ui.access import (
     make_client,
 )
 from ui.library import RunLibrary
+from ui.views import ReportView, kept_report_view, report_view
 
 from .components import md_text
 from .config import AppConfig, env_problem
@@ -36,16 +38,30 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def config() -> AppConfig:
-    """Read per script run: cheap, and tests can change the environment between runs. Invalid values, of the app's
-    settings or the research settings (the run store, live runs), stop the page with one message naming them."""
+@functools.lru_cache(maxsize=8)
+def _settings_of(environment: frozenset[tuple[str, str]]) -> tuple[AppConfig, Settings] | str:
+    """The app's and the research settings as one environment gives them, or the message naming its invalid values:
+    both are read only from the environment, so they are read once per environment, not per script run."""
     try:
-        cfg = AppConfig()
-        Settings()
+        return AppConfig(), Settings()
     except ValidationError as e:
-        st.error(md_text(env_problem(e)), icon=":material/error:")
+        return env_problem(e)
+
+
+def settings() -> Settings:
+    """The research settings (the run store, live runs) of the current environment; config() has checked them."""
+    got = _settings_of(frozenset(os.environ.items()))
+    return got[1] if not isinstance(got, str) else Settings()
+
+
+def config() -> AppConfig:
+    """The app's settings, per script run (tests change the environment between runs). Invalid values, of the app's
+    settings or the research settings (the run store, live runs), stop the page with one message naming them."""
+    got = _settings_of(frozenset(os.environ.items()))
+    if isinstance(got, str):
+        st.error(md_text(got), icon=":material/error:")
         st.stop()
-    return cfg
+    return got[0]
 
 
 @st.cache_resource(show_spinner=False)
@@ -65,22 +81,22 @@ def _database(where: str) -> Database:
 
 @st.cache_resource(show_spinner=False)
 def _store(where: str, stale_after: float) -> RunStore:
-    settings = Settings().model_copy(update={"db_path": where, "heartbeat_stale": stale_after})
-    return open_store(settings, db=_database(where))
+    chosen = settings().model_copy(update={"db_path": where, "heartbeat_stale": stale_after})
+    return open_store(chosen, db=_database(where))
 
 
 def database() -> Database:
     """The database (RESEARCH_DB), opened once per process; StoreError when it cannot be used."""
-    return _database(Settings().db_path)
+    return _database(settings().db_path)
 
 
 def store_problem() -> str | None:
     """Why the run store RESEARCH_DB names cannot be used (its password masked), or None when it can or does not
     exist yet."""
-    settings = Settings()
+    now = settings()
     try:
-        if store_exists(settings):
-            _store(settings.db_path, settings.heartbeat_stale)
+        if store_exists(now):
+            _store(now.db_path, now.heartbeat_stale)
     except StoreError as e:
         return str(e)
     return None
@@ -89,11 +105,11 @@ def store_problem() -> str | None:
 def store(cfg: AppConfig, *, create: bool = False) -> RunStore | None:
     """The run store (RESEARCH_DB), one per process; None when it does not exist and `create` is False, or when the
     database cannot be reached (the public pages then show what the saved files hold)."""
-    settings = Settings()
+    now = settings()
     try:
-        if not (create or store_exists(settings)):
+        if not (create or store_exists(now)):
             return None
-        return _store(settings.db_path, settings.heartbeat_stale)
+        return _store(now.db_path, now.heartbeat_stale)
     except StoreError as e:
         if create:
             raise
@@ -113,9 +129,9 @@ def _registry(live_dir: str, limits_json: str, db_path: str, stale_after: float)
 
 def registry(cfg: AppConfig) -> JobRegistry:
     """The live-run registry; StoreError when the database cannot be used."""
-    settings = Settings()
-    return _registry(str(cfg.live_dir.resolve()), cfg.live_limits.model_dump_json(), settings.db_path,
-                     settings.heartbeat_stale)
+    now = settings()
+    return _registry(str(cfg.live_dir.resolve()), cfg.live_limits.model_dump_json(), now.db_path,
+                     now.heartbeat_stale)
 
 
 @st.cache_resource(show_spinner=False)
@@ -147,7 +163,7 @@ def _limiter(db_path: str, per_visitor: int, global_limit: int, window: float) -
 
 def limiter(cfg: AppConfig) -> AttemptLimiter:
     """The wrong-code counter; StoreError when the database cannot be used."""
-    return _limiter(Settings().db_path, cfg.access_max_attempts, cfg.access_global_attempts,
+    return _limiter(settings().db_path, cfg.access_max_attempts, cfg.access_global_attempts,
                     cfg.access_window_seconds)
 
 
@@ -160,20 +176,19 @@ def run_status(cfg: AppConfig, run_id: str) -> str | None:
     return row.shown_status if row is not None else None
 
 
-def find_run(cfg: AppConfig, run_id: str) -> tuple[RunResult, Timeline] | None:
-    """A saved run by id, from the benchmark folder or the live runs, with its timeline; None if there is none."""
+def find_report(cfg: AppConfig, run_id: str) -> ReportView | None:
+    """A saved run's report page content by id, from the benchmark folder (kept while its file is unchanged), the
+    live runs or the run store; None if there is none."""
     if not RUN_ID.match(run_id):
         return None
-    lib = library(cfg)
-    rr = lib.load(run_id)
     runs = store(cfg)
-    if rr is not None:  # a `run --json` file in the benchmark folder: its call log is in the run store
-        path = lib.path_of(run_id)
-        return rr, load_timeline(rr, path.parent if path else None, runs)
+    kept = kept_report_view(library(cfg), run_id, runs)
+    if kept is not None:  # a `run --json` file in the benchmark folder: its call log is in the run store
+        return kept
     rr = load_run_file(cfg.live_dir, run_id)
     if rr is not None:
-        return rr, load_timeline(rr, cfg.live_dir, runs)
+        return report_view(rr, load_timeline(rr, cfg.live_dir, runs))
     rr = runs.result(run_id) if runs is not None else None  # e.g. `python -m pipeline run` recorded it
     if rr is not None:
-        return rr, load_timeline(rr, None, runs)
+        return report_view(rr, load_timeline(rr, None, runs))
     return None

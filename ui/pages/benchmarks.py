@@ -6,17 +6,17 @@ import pandas as pd
 import streamlit as st
 
 from ui.components import md_text, show_scoreboard
-from ui.library import mode_label, report_path
-from ui.scoreboard import scoreboard, verdict
 from ui.state import config, library
+from ui.views import CHARTS, RESCAN_SECONDS, bar_spec, board_view, runs_by_mode, runs_table
 
 cfg = config()
 st.title("Benchmarks")
 st.caption("Saved research runs. Every citation in their reports is a verbatim quote that code found in a fetched "
            "page; open a report to check them yourself.")
 
-rows, errors = library(cfg).refresh()
-summaries = library(cfg).summaries()
+lib = library(cfg)
+snap = lib.snapshot(RESCAN_SECONDS)
+rows, errors, summaries = snap.rows, snap.errors, snap.summaries
 for name, reason in errors:
     st.warning(f"{md_text(name)} was skipped: {md_text(reason)}", icon=":material/warning:")
 
@@ -29,7 +29,7 @@ if summaries:
     suite = st.selectbox("Graded suite", order, key="suite", format_func=lambda k: (
         f"{summaries[k].suite} (version {summaries[k].version}, corpus {summaries[k].corpus}, "
         f"{len(summaries[k].questions) or len({g.question_id for g in summaries[k].grades})} questions)"))
-    show_scoreboard(scoreboard(suite, summaries[suite], rows))
+    show_scoreboard(board_view(lib, snap, suite))
     ungraded = sorted({r.suite for r in rows} - set(summaries))
     if ungraded:
         st.caption(md_text(f"Not graded (no summary.json), listed with every saved run below: {', '.join(ungraded)}"))
@@ -47,26 +47,22 @@ if not rows:
         "under `benchmark_runs/` is one run; a sub-folder names its suite.", icon=":material/lightbulb:")
     st.stop()
 
-df = pd.DataFrame([r.model_dump() for r in rows])
-df["coverage"] = df.apply(lambda r: r.answered / r.planned if r.planned else 0.0, axis=1)
-df["covered"] = df.answered.astype(str) + " / " + df.planned.astype(str)
-df["report"] = df.run_id.map(report_path)
-graded = {(key, g.run_id): verdict(g).text for key, summary in summaries.items() for g in summary.grades}
-df["grade"] = [graded.get((r.suite, r.run_id), "") for r in rows]
-
+table = runs_table(lib, snap)
+df = table.df
 f1, f2, f3 = st.columns(3)
-suites = f1.multiselect("Suite", sorted(df.suite.unique()), placeholder="All suites")
-modes = f2.multiselect("Mode", sorted(df["mode"].unique()), placeholder="All modes")
-models = f3.multiselect("Models", sorted(df.models.unique()), placeholder="All models")
-keep = pd.Series(True, index=df.index)
-for column, wanted in (("suite", suites), ("mode", modes), ("models", models)):
-    if wanted:
-        keep &= df[column].isin(wanted)
-shown = df[keep]
+suites = f1.multiselect("Suite", table.options["suite"], placeholder="All suites")
+modes = f2.multiselect("Mode", table.options["mode"], placeholder="All modes")
+models = f3.multiselect("Models", table.options["models"], placeholder="All models")
+shown = df
+if suites or modes or models:
+    keep = pd.Series(True, index=df.index)
+    for column, wanted in (("suite", suites), ("mode", modes), ("models", models)):
+        if wanted:
+            keep &= df[column].isin(wanted)
+    shown = df[keep]
 
 st.dataframe(
-    shown[["report", "question", "suite", "mode", "models", "date", "status", *(["grade"] if graded else []),
-           "findings", "rejected", "covered", "problems", "cost_usd", "seconds"]],
+    table.listed if shown is df else shown[table.columns],
     hide_index=True, width="stretch",
     column_config={
         "report": st.column_config.LinkColumn("report", display_text="open", width=50,
@@ -88,26 +84,21 @@ st.dataframe(
 st.caption(f"{len(shown)} of {len(df)} runs shown.")
 
 pick, go = st.columns([4, 1], vertical_alignment="bottom")
-labels = {r.run_id: f"{r.question[:110]} ({mode_label(str(r.mode))}, {r.run_id})"
-          for r in shown.itertuples()}
+labels = table.labels if shown is df else {run_id: table.labels[run_id] for run_id in shown.run_id}
 choice = pick.selectbox("Open a report", list(labels), format_func=labels.__getitem__)
 if choice:
     go.page_link("ui/pages/report.py", label="Open the report", icon=":material/article:",
                  query_params={"run": choice})
 
 st.subheader("Modes compared")
-by_mode = shown.assign(mode=shown["mode"].map(mode_label)).groupby("mode").agg(
-    runs=("run_id", "count"), cost_usd=("cost_usd", "mean"), coverage=("coverage", "mean"),
-    seconds=("seconds", "mean")).reset_index()
-if by_mode.empty:
+by_mode = table.by_mode if shown is df else runs_by_mode(shown)
+if not by_mode.num_rows:
     st.write("No runs match the filters.")
 else:
     st.caption("Means over the runs shown. Coverage is the share of planned sub-questions answered.")
-    c1, c2, c3 = st.columns(3)
-    for col, metric, title in ((c1, "cost_usd", "Mean cost ($)"), (c2, "coverage", "Mean coverage"),
-                               (c3, "seconds", "Mean time (s)")):
+    for col, (metric, title) in zip(st.columns(len(CHARTS)), CHARTS, strict=True):
         col.markdown(f"**{title}**")
-        col.bar_chart(by_mode, x="mode", y=metric, height=160, x_label="", y_label="", horizontal=True)
+        col.vega_lite_chart(by_mode, bar_spec(metric), width="stretch")
     st.dataframe(by_mode, hide_index=True, column_config={
         "cost_usd": st.column_config.NumberColumn("mean cost", format="$%.4f"),
         "coverage": st.column_config.NumberColumn("mean coverage", format="percent"),

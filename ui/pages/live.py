@@ -18,6 +18,7 @@ from ui.jobs import MODES, PRESETS, Job, JobRegistry, preset_label
 from ui.library import mode_label
 from ui.progress import LiveProgress
 from ui.state import access, config, limiter, registry, store
+from ui.views import report_view
 
 UNLOCKED, RUN = "live_unlocked", "run"
 
@@ -132,7 +133,7 @@ def live_page() -> None:
                        icon=":material/check_circle:")
             st.page_link("ui/pages/report.py", label="Open in the report view (shareable link)",
                          icon=":material/article:", query_params={"run": rr.run_id})
-            show_report(rr, load_timeline(rr, cfg.live_dir, store(cfg)), key="live")
+            show_report(report_view(rr, load_timeline(rr, cfg.live_dir, store(cfg))), key="live")
         if st.button("Ask another question", icon=":material/add:"):
             st.query_params.pop(RUN, None)
             st.rerun()

@@ -5,11 +5,12 @@ import streamlit as st
 
 from ui.components import md_text, show_report
 from ui.library import mode_label
-from ui.state import config, find_run, library, run_status, store_problem
+from ui.state import config, find_report, library, run_status, store_problem
+from ui.views import RESCAN_SECONDS
 
 cfg = config()
 run_id = st.query_params.get("run", "").strip()
-found = find_run(cfg, run_id) if run_id else None
+found = find_report(cfg, run_id) if run_id else None
 
 
 @st.fragment(run_every=2.0)
@@ -39,7 +40,7 @@ if found is None:
     elif run_id:
         st.error(f"No saved run has the id {md_text(run_id[:80])}. Pick one below, or check the link.",
                  icon=":material/search_off:")
-    rows, _ = library(cfg).refresh()
+    rows, _ = library(cfg).refresh(RESCAN_SECONDS)
     if not rows:
         st.info("No saved runs yet: see the Benchmarks page for how to produce one.")
         st.stop()
@@ -51,5 +52,4 @@ if found is None:
         st.rerun()
     st.stop()
 
-rr, timeline = found
-show_report(rr, timeline, grading=library(cfg).grading(rr.run_id))
+show_report(found, grading=library(cfg).grading(found.rr.run_id))
