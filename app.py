@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui.state import upload_gate
+
 st.set_page_config(page_title="Verbatim", page_icon="📑", layout="wide")
+upload_gate()  # before any page: an upload from a session without the access code is refused from the first run on
 page = st.navigation([
     st.Page("ui/pages/benchmarks.py", title="Benchmarks", icon=":material/table_chart:", default=True),
     st.Page("ui/pages/report.py", title="Report", icon=":material/article:", url_path="report"),

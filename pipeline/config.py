@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
@@ -31,6 +33,17 @@ def _env(*names: str) -> AliasChoices:
     return AliasChoices(*names)
 
 
+def _user_cache() -> Path:
+    """The platform's user cache folder for this program: $XDG_CACHE_HOME/verbatim, else ~/.cache/verbatim."""
+    base = os.environ.get("XDG_CACHE_HOME", "").strip()
+    if base and Path(base).is_absolute():
+        return Path(base) / "verbatim"
+    try:
+        return Path.home() / ".cache" / "verbatim"
+    except RuntimeError:  # no home folder (a bare container user): the system's temporary folder
+        return Path(tempfile.gettempdir()) / "verbatim-cache"
+
+
 class Settings(BaseSettings):
     """Everything configurable, read once from the environment."""
 
@@ -53,6 +66,11 @@ class Settings(BaseSettings):
     searxng_url: str | None = Field(None, validation_alias=_env("RESEARCH_SEARXNG_URL"))
     search_base_url: str | None = Field(None, validation_alias=_env("RESEARCH_SEARCH_BASE_URL"))
     corpus_dir: str = Field(str(SHIPPED_CORPORA / "news"), validation_alias=_env("RESEARCH_CORPUS_DIR"))
+    # The user's own files (`run --docs DIR`): searched alone, or beside the web when RESEARCH_SEARCH_PROVIDER is set.
+    docs_dir: str | None = Field(None, validation_alias=_env("RESEARCH_DOCS_DIR"))
+    docs_max_bytes: int = Field(100_000_000, gt=0, validation_alias=_env("RESEARCH_DOCS_MAX_BYTES"))
+    # Where indexes of documents folders are kept (never inside the folder itself).
+    cache_dir: str = Field(default_factory=lambda: str(_user_cache()), validation_alias=_env("RESEARCH_CACHE_DIR"))
 
     fetch_allow_raw: str = Field("", validation_alias=_env("RESEARCH_FETCH_ALLOW"))
     fetch_ports_raw: str = Field("80,443", validation_alias=_env("RESEARCH_FETCH_PORTS"))

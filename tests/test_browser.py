@@ -8,6 +8,7 @@ is not installed (CI installs both).
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -15,6 +16,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,8 +24,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from benchmarks.perf.st_client import Session
 from pipeline.core.schema import Finding, Plan, Report, RunResult, Source, SubQuestion
 from pipeline.store.files import save_run_file
+from tests.fakes.documents import pdf_bytes
 from tests.fakes.search_apis import FakeSearchApi, Hit
 from tests.fakes.web_server import Route, WebServer
 from tests.test_scoreboard import saved_suite
@@ -37,6 +41,8 @@ QUOTE = "Qdrant Cloud pricing starts at 25 dollars per month for the smallest cl
 CODE = "browser-access-code-42"
 NO_KEY_SENTENCE = ("No model key is configured on this server, so only the extractive mode — no model, sentences "
                    "selected by code — can run")
+UPLOAD_MB = 0.05  # the per-file upload limit of the test server (Streamlit's own is 20 MB)
+DOC_QUOTE = "The reactor output rose to 41 megawatts in March 2023."
 # The page a live run reads arrives a byte at a time (about 3 s), so the browser sees the run in flight.
 SLOW_PAGE = ("<html><head><title>Qdrant pricing</title></head><body><article><h1>Qdrant pricing</h1>"
              f"<p>Qdrant is an open-source vector database written in Rust.</p><p>{QUOTE}</p></article></body></html>")
@@ -119,7 +125,8 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
                "RESEARCH_BENCHMARK_DIR": str(tmp / "bench"), "RESEARCH_DB": str(tmp / "state" / "r.db"),
                "ACCESS_CODE": CODE, "ACCESS_CODE_SECRET": "", "RESEARCH_SEARCH_PROVIDER": "brave",
                "BRAVE_API_KEY": "brave-key", "RESEARCH_SEARCH_BASE_URL": search.base_url,
-               "RESEARCH_FETCH_ALLOW": web.host_port}
+               "RESEARCH_FETCH_ALLOW": web.host_port, "RESEARCH_CACHE_DIR": str(tmp / "cache"),
+               "RESEARCH_UPLOAD_MAX_FILE_MB": str(UPLOAD_MB)}
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
              "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
@@ -313,4 +320,74 @@ def test_an_extractive_live_run_with_no_model_key_shows_progress_then_its_report
     card.wait_for(state="visible")
     assert QUOTE in card.inner_text() and "Qdrant pricing" in card.inner_text()
     page.screenshot(path=str(ARTIFACTS / "live-extractive-report.png"))
+    assert app.outside == []
+
+
+def _put_upload(url: str, session: Session, data: bytes) -> int:
+    """PUT one file to Streamlit's upload endpoint as `session` (its cookie and XSRF token): the HTTP status."""
+    token = session.cookies.get("_streamlit_xsrf", "")
+    body = (b"--b0undary\r\nContent-Disposition: form-data; name=\"file\"; filename=\"notes.md\"\r\n"
+            b"Content-Type: text/markdown\r\n\r\n" + data + b"\r\n--b0undary--\r\n")
+    req = urllib.request.Request(f"{url}/_stcore/upload_file/{session.session_id}/file-1", data=body, method="PUT",
+                                 headers={"Content-Type": "multipart/form-data; boundary=b0undary",
+                                          "Cookie": f"_streamlit_xsrf={token}", "X-Xsrftoken": token})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_the_upload_endpoint_refuses_a_session_until_it_enters_the_access_code(app: App) -> None:
+    async def go() -> tuple[int, int]:
+        s = Session(app.url, timeout=60)
+        try:
+            run = await s.open("/live")
+            assert run.ok and s.session_id, run.error()
+            refused = await asyncio.to_thread(_put_upload, app.url, s, b"# Notes")
+            await s.submit({"Access code": CODE}, "Unlock", run)  # the same session, now with the code
+            allowed = await asyncio.to_thread(_put_upload, app.url, s, b"# Notes")
+            return refused, allowed
+        finally:
+            await s.close()
+
+    with ThreadPoolExecutor(1) as thread:  # Playwright's sync API keeps an event loop running in this thread
+        refused, allowed = thread.submit(asyncio.run, go()).result()
+    assert refused == 500 and allowed == 204  # refused by the gate, not for an unknown session (400)
+
+
+def test_uploaded_documents_are_researched_and_a_quote_opens_in_the_documents_text(page: Page, app: App) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    pdf = pdf_bytes(["Annual review 2023.", "Plant operations were steady.", f"{DOC_QUOTE}\nOperators confirmed it.",
+                     "Appendix."], title="Annual review")
+    page.goto(app.url + "/live")
+    page.get_by_role("heading", name="Live research").wait_for()
+    assert page.locator('input[type="file"]').count() == 0  # no upload before the access code
+    page.get_by_label("Access code").fill(CODE)
+    page.get_by_role("button", name="Unlock").click()
+    page.get_by_label("Question").wait_for()
+    page.locator('input[type="file"]').set_input_files([
+        {"name": "annual review.pdf", "mimeType": "application/pdf", "buffer": pdf},
+        {"name": "too big.txt", "mimeType": "text/plain", "buffer": b"word " * 12_000}])
+    page.get_by_text("too big.txt").first.wait_for()
+    page.get_by_label("Question").fill("What was the reactor output in March 2023?")
+    page.get_by_role("button", name="Start research").click()
+    page.get_by_text(f"too big.txt was not used: larger than the limit of {UPLOAD_MB:g} MB a file").wait_for()
+    page.get_by_text("Finished:").wait_for(timeout=90_000)
+    page.screenshot(path=str(ARTIFACTS / "live-documents-finished.png"))
+    page.get_by_role("link", name="Open in the report view").click()
+    page.wait_for_url("**/report?run=*")
+    cite = page.locator(".vb-report .vb-cite", has_text="[F").filter(has_text="41 megawatts").first
+    cite.click()
+    card = cite.locator(".vb-card")
+    card.wait_for(state="visible")
+    assert "document annual review.pdf, p. 3" in card.inner_text()
+    href = card.get_by_role("link", name="Open the passage in the document's text").get_attribute("href")
+    assert href is not None and href.startswith("/report?run=") and "&passage=F" in href
+    page.goto(app.url + href)
+    mark = page.locator(".vb-passage mark")
+    mark.wait_for()
+    assert mark.inner_text() == DOC_QUOTE
+    page.get_by_text("annual review.pdf, p. 3").first.wait_for()
+    page.screenshot(path=str(ARTIFACTS / "live-documents-passage.png"))
     assert app.outside == []

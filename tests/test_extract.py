@@ -237,14 +237,14 @@ def test_pages_are_extracted_one_at_a_time_across_threads(monkeypatch: pytest.Mo
     lock = threading.Lock()
     real = extract._extract_html
 
-    def counting(html: str, url: str | None) -> extract.Extracted:
+    def counting(html: str, url: str | None, outline: bool) -> extract.Extracted:
         nonlocal inside, most
         with lock:
             inside += 1
             most = max(most, inside)
         time.sleep(0.01)
         try:
-            return real(html, url)
+            return real(html, url, outline)
         finally:
             with lock:
                 inside -= 1

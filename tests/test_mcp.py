@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODEL_KEY = "sk-ant-mcp-secret-model-key"
 SEARCH_KEY = "brave-mcp-secret-search-key"
 CAP_USD = 0.5
-TOOLS = {"research", "fetch_page", "search", "list_runs", "get_run"}
+TOOLS = {"research", "fetch_page", "search", "list_runs", "get_run", "list_documents"}
 QUESTION = "What does Qdrant Cloud pricing start at?"
 PARAGRAPHS = {
     "/qdrant": ("Qdrant pricing", ["Qdrant is an open-source vector database with many GitHub stars.",
@@ -190,7 +190,8 @@ def test_the_tools_are_listed_with_their_schemas(nokey: Client) -> None:
     tools = nokey.tools()
     assert set(tools) == TOOLS
     research = tools["research"].input_schema
-    assert set(research["properties"]) == {"question", "mode", "budget"} and research["required"] == ["question"]
+    assert set(research["properties"]) == {"question", "mode", "budget", "docs"}
+    assert research["required"] == ["question"]
     assert research["properties"]["mode"]["enum"] == ["fixed", "tools", "extractive"]
     assert research["properties"]["budget"]["enum"] == ["small", "standard", "large"]
     assert research["properties"]["question"]["maxLength"] == 2000
@@ -198,6 +199,7 @@ def test_the_tools_are_listed_with_their_schemas(nokey: Client) -> None:
     assert set(tools["search"].input_schema["properties"]) == {"query", "n"}
     assert set(tools["list_runs"].input_schema["properties"]) == {"limit"}
     assert set(tools["get_run"].input_schema["properties"]) == {"run_id"}
+    assert set(tools["list_documents"].input_schema["properties"]) == {"folder"}
     out = tools["research"].output_schema
     assert out is not None and {"run_id", "report", "findings", "sources", "status", "limits"} <= set(out["properties"])
     assert "small: up to" in (tools["research"].description or "")

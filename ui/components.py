@@ -9,7 +9,11 @@ import streamlit as st
 
 from pipeline.bench.grade import RunGrade
 from pipeline.bench.saved import BenchSummary
+from pipeline.config import SHIPPED_CORPORA, Settings
+from pipeline.core.schema import RunResult
+from pipeline.store.base import RunStore
 from ui.library import is_extractive, mode_label, report_path, run_header
+from ui.passage import corpus_text, passage, recorded_text
 from ui.render import strip_bidi
 from ui.scoreboard import grading_metrics, verdict
 from ui.views import BoardView, ReportView, table
@@ -95,6 +99,23 @@ def show_report(view: ReportView, *, key: str = "report",
     c2.download_button("Run (JSON)", lambda: rr.model_dump_json(indent=2), file_name=f"run-{rr.run_id}.json",
                        mime="application/json", key=f"{key}-json", icon=":material/download:")
     c3.text_input("Shareable link", share_link(rr.run_id), key=f"{key}-link", disabled=True)
+
+
+def show_passage(rr: RunResult, finding_id: str, runs: RunStore | None) -> None:
+    """A finding's quote highlighted in the text the run read of its source, above the report."""
+    found = next((f for f in rr.findings if f.id == finding_id), None)
+    src = next((s for s in rr.sources if found is not None and s.id == found.source), None)
+    text = recorded_text(runs, rr.run_id, src) if src is not None else None
+    if src is not None and text is None:
+        text = corpus_text(rr, src, SHIPPED_CORPORA, Settings())
+    shown = passage(rr, finding_id, text)
+    with st.container(border=True):
+        if isinstance(shown, str):
+            st.warning(md_text(shown), icon=":material/search_off:")
+            return
+        st.subheader(md_text(f"{shown.finding} in {shown.title}"))
+        st.caption(md_text(f"{shown.where} · the text this run read, the quote highlighted"))
+        st.html(shown.html)
 
 
 def expectations_table(grade: RunGrade) -> None:

@@ -13,6 +13,7 @@ from pipeline.store.database import is_postgres
 
 if TYPE_CHECKING:
     from ui.jobs import LiveLimits
+    from ui.uploads import UploadLimits
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,6 +46,11 @@ class AppConfig(BaseSettings):
     live_max_concurrent: int = Field(2, ge=0, validation_alias=_env("RESEARCH_LIVE_MAX_CONCURRENT"))
     live_daily_usd: float = Field(5.0, ge=0, validation_alias=_env("RESEARCH_LIVE_DAILY_USD"))
     live_max_run_usd: float = Field(2.0, gt=0, validation_alias=_env("RESEARCH_LIVE_MAX_RUN_USD"))
+    # Documents a visitor with the code may upload for one run. Streamlit refuses a file over server.maxUploadSize
+    # (.streamlit/config.toml, 20 MB) before these apply, so a larger per-file limit needs that setting raised too.
+    upload_max_files: int = Field(10, ge=0, validation_alias=_env("RESEARCH_UPLOAD_MAX_FILES"))
+    upload_max_file_mb: float = Field(20.0, gt=0, validation_alias=_env("RESEARCH_UPLOAD_MAX_FILE_MB"))
+    upload_max_total_mb: float = Field(50.0, gt=0, validation_alias=_env("RESEARCH_UPLOAD_MAX_TOTAL_MB"))
 
     @property
     def state_dir(self) -> Path:
@@ -56,6 +62,18 @@ class AppConfig(BaseSettings):
     @property
     def live_dir(self) -> Path:
         return self.state_dir / "live"
+
+    @property
+    def uploads_dir(self) -> Path:
+        """Where a live run's uploaded files are staged, each run's in a private folder removed when it ends."""
+        return self.state_dir / "uploads"
+
+    @property
+    def upload_limits(self) -> UploadLimits:
+        from ui.uploads import UploadLimits
+
+        return UploadLimits(max_files=self.upload_max_files, max_file_bytes=int(self.upload_max_file_mb * 1e6),
+                            max_total_bytes=int(self.upload_max_total_mb * 1e6))
 
     @property
     def live_limits(self) -> LiveLimits:

@@ -32,6 +32,7 @@ from ui.ledger import LOCK as LEDGER_LOCK
 from ui.ledger import SpendLedger
 from ui.live_runs import INSTANCE, LiveRow, LiveRunTable, LiveStatus
 from ui.progress import LiveProgress, ProgressSink
+from ui.uploads import discard
 
 log = logging.getLogger(__name__)
 MAX_QUESTION_CHARS = 500
@@ -135,6 +136,7 @@ class Job:
     spent_before: float = 0.0  # a resumed run's spending before this job: its budget counts it again
     resuming: resumption.Resumption | None = None
     lost: bool = False  # the other instances took this one for dead and released the run
+    docs: Path | None = None  # the visitor's uploaded files (ui/uploads.py), removed when the run ends
 
     @property
     def done(self) -> bool:
@@ -191,10 +193,14 @@ class JobRegistry:
             jobs = [j for j in self._jobs.values() if j.run_id == key]
             return next((j for j in jobs if not j.done), jobs[-1] if jobs else None)
 
-    def check_config(self, mode: Mode = "fixed") -> str | None:
+    def settings(self) -> Settings:
+        """The research settings a live run starts with."""
+        return self._settings()
+
+    def check_config(self, mode: Mode = "fixed", settings: Settings | None = None) -> str | None:
         """None when a live run in `mode` can start (a model key unless extractive, the search provider's setting,
         a corpus that opens), else what the operator must set."""
-        settings = self._settings()
+        settings = settings or self._settings()
         if (problem := _run_problem(settings, mode)) is None:
             return None
         if mode != "extractive" and _no_model_key(settings) and _run_problem(settings, "extractive") is None:
@@ -221,8 +227,24 @@ class JobRegistry:
                                 "visitors) is reached. It resets at midnight UTC; the extractive mode (no model, $0) "
                                 "can still run, and saved reports stay open to browse.")
 
-    def start(self, question: str, mode: Mode, preset: str) -> Job | Refused:
-        """A started job, or why not (empty question, missing keys, too many runs, today's spend reached)."""
+    def start(self, question: str, mode: Mode, preset: str, docs: Path | None = None) -> Job | Refused:
+        """A started job, or why not (empty question, missing keys, too many runs, today's spend reached). With
+        `docs`, a staged folder of uploaded files, the run researches them (beside the web when the server searches
+        it), and the folder is removed when the run ends, whether it started or not."""
+        try:
+            outcome = self._start(question, mode, preset, docs)
+        except BaseException:
+            self._discard(docs)
+            raise
+        if isinstance(outcome, Refused):
+            self._discard(docs)
+        return outcome
+
+    def _discard(self, docs: Path | None) -> None:
+        if docs is not None:
+            discard(docs, self.settings().cache_dir)
+
+    def _start(self, question: str, mode: Mode, preset: str, docs: Path | None) -> Job | Refused:
         question = " ".join(question.split())
         if not question:
             return Refused("question", "Write a question first.")
@@ -232,9 +254,11 @@ class JobRegistry:
             return Refused("mode", f"Unknown researcher mode; choose one of: {', '.join(MODES)}.")
         if preset not in PRESETS:
             return Refused("preset", f"Unknown budget preset; choose one of: {', '.join(PRESETS)}.")
-        if (problem := self.check_config(mode)) is not None:
-            return Refused("config", problem)
         settings = self._settings()
+        if docs is not None:
+            settings = settings.model_copy(update={"docs_dir": str(docs)})
+        if (problem := self.check_config(mode, settings)) is not None:
+            return Refused("config", problem)
         self.reap()
         run_id = uuid.uuid4().hex[:12]
         limits = PRESETS[preset].limits
@@ -255,7 +279,7 @@ class JobRegistry:
                 return self._spend_refused()
             limits = limits.model_copy(update={"cost_usd": granted})
         job = Job(id=uuid.uuid4().hex, run_id=run_id, question=question, mode=mode, limits=limits,
-                  started=self._clock(), spend_key=run_id if mode != "extractive" else None)
+                  started=self._clock(), spend_key=run_id if mode != "extractive" else None, docs=docs)
         return self._launch(job, settings)
 
     def _launch(self, job: Job, settings: Settings) -> Job:
@@ -337,6 +361,7 @@ class JobRegistry:
             except StoreError as e:  # its full reservation stays counted today: the ceiling errs on the safe side
                 log.error("live run %s: its spending was not settled: %s", job.run_id, e)
             job.finished = self._clock()
+            self._discard(job.docs)  # the run store keeps what the run read of them
             try:
                 if not job.lost:
                     self.live.finish(job.run_id, "finished" if job.result is not None else "failed",

@@ -22,6 +22,7 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
 from pipeline.core.ids import CITATION, CITED_ID, CITED_IDS, gap_id
+from pipeline.core.location import cite
 from pipeline.core.schema import Calculation, Finding, RunResult, Source
 from pipeline.core.urls import url_key
 from pipeline.research.steps.checks import body_of
@@ -41,13 +42,14 @@ class Evidence:
     sources: dict[str, Source] = field(default_factory=dict)
     gaps: dict[str, str] = field(default_factory=dict)
     calculations: dict[str, Calculation] = field(default_factory=dict)
+    run_id: str = ""
     _by_url: dict[str, Source] = field(default_factory=dict)
 
     @classmethod
     def of(cls, rr: RunResult) -> Evidence:
         ev = cls(findings={f.id: f for f in rr.findings}, sources={s.id: s for s in rr.sources},
                  gaps={gap_id(i): g for i, g in enumerate(rr.report.gaps, 1)},
-                 calculations={c.id: c for c in rr.calculations})
+                 calculations={c.id: c for c in rr.calculations}, run_id=rr.run_id)
         for s in rr.sources:
             for u in (s.url, s.final_url):
                 if safe_href(u):
@@ -126,7 +128,7 @@ class _Citations:
 
     def _card(self, cid: str) -> tuple[str, str]:
         if (f := self.ev.findings.get(cid)) is not None:
-            return finding_card(f, self.ev.sources.get(f.source)), "finding"
+            return finding_card(f, self.ev.sources.get(f.source), self.ev.run_id), "finding"
         if (gap := self.ev.gaps.get(cid)) is not None:
             return (f'<span class="vb-meta">Gap {_esc(cid)}: not established by any fetched source</span>'
                     f'<span class="vb-gap">{_esc(gap)}</span>'), "gap"
@@ -136,14 +138,30 @@ class _Citations:
         return f'<span class="vb-meta">{_esc(cid)} does not match anything this run recorded.</span>', "unknown"
 
 
-def finding_card(f: Finding, src: Source | None) -> str:
-    """The quote of a finding, its source title and date, and a link that opens the source at the quote."""
+def passage_path(run_id: str, finding_id: str) -> str:
+    """The app's own link to a finding's passage in the text the run read (documents are never served raw)."""
+    return f"/report?run={quote(run_id, safe='')}&passage={quote(finding_id, safe='')}"
+
+
+def document_place(f: Finding, src: Source) -> str:
+    """Where a document's quote is, for a reader: "document reports/a.pdf, p. 14"."""
+    return ", ".join(p for p in (f"document {src.path or src.title or ''}".strip(), cite(f.location)) if p)
+
+
+def finding_card(f: Finding, src: Source | None, run_id: str = "") -> str:
+    """The quote of a finding, its source title and date, and a link that opens the source at the quote (a document:
+    the app's view of its text, at the quote)."""
     title = (src.title if src else None) or "Untitled source"
     date = (src.published if src else None) or "undated"
     parts = [f'<span class="vb-quote">“{_esc(f.quote)}”</span>',
              f'<span class="vb-meta"><span class="vb-title">{_esc(title)}</span> · {_esc(date)} · '
              f'support {_esc(f.support)}, confidence {_esc(f.confidence)}</span>']
-    if src is not None and safe_href(src.final_url):
+    if src is not None and src.kind == "document":
+        parts.append(f'<span class="vb-meta">{_esc(document_place(f, src))}</span>')
+        if run_id:
+            parts.append(_link(passage_path(run_id, f.id), "Open the passage in the document's text ↗",
+                               cls="vb-open"))
+    elif src is not None and safe_href(src.final_url):
         parts.append(_link(text_fragment_url(src.final_url, f.quote), "Open the source at this passage ↗",
                            cls="vb-open"))
     else:
@@ -313,7 +331,11 @@ def sources_html(rr: RunResult, evidence: Evidence | None = None) -> str:
     for f in cited_findings(rr):
         src = ev.sources.get(f.source)
         title = _esc((src.title if src else None) or "Untitled source")
-        if src is not None and safe_href(src.final_url):
+        if src is not None and src.kind == "document":
+            if ev.run_id:
+                title = _link(passage_path(ev.run_id, f.id), title)
+            where = f'<span class="vb-url">{_esc(document_place(f, src))}</span>'
+        elif src is not None and safe_href(src.final_url):
             title = _link(text_fragment_url(src.final_url, f.quote), title)
             where = f'<span class="vb-url">{_esc(src.final_url)}</span>'
         else:

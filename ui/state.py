@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 from pydantic import ValidationError
+from streamlit import runtime
+from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
 
 from pipeline.config import Settings
 from pipeline.store import migrated_database, open_store, store_exists
@@ -27,6 +29,7 @@ from ui.access import (
     make_client,
 )
 from ui.library import RunLibrary
+from ui.uploads import UploadGate, UploadLimits, sweep
 from ui.views import ReportView, kept_report_view, report_view
 
 from .components import md_text
@@ -128,10 +131,18 @@ def _registry(live_dir: str, limits_json: str, db_path: str, stale_after: float)
 
 
 def registry(cfg: AppConfig) -> JobRegistry:
-    """The live-run registry; StoreError when the database cannot be used."""
+    """The live-run registry; StoreError when the database cannot be used. Its first use in a process removes the
+    upload folders that a process which died left behind."""
     now = settings()
-    return _registry(str(cfg.live_dir.resolve()), cfg.live_limits.model_dump_json(), now.db_path,
+    jobs = _registry(str(cfg.live_dir.resolve()), cfg.live_limits.model_dump_json(), now.db_path,
                      now.heartbeat_stale)
+    _swept(str(cfg.uploads_dir.resolve()), now.cache_dir)
+    return jobs
+
+
+@st.cache_resource(show_spinner=False)
+def _swept(uploads: str, cache_dir: str) -> int:
+    return sweep(Path(uploads), cache_dir)
 
 
 @st.cache_resource(show_spinner=False)
@@ -154,6 +165,29 @@ def access(cfg: AppConfig) -> AccessState:
         secret = _secret(cfg.access_code_secret.strip(), cfg.secret_manager_url, cfg.secret_ttl)
     local = cfg.access_code.get_secret_value() if cfg.access_code else None
     return access_state(secret=secret, local_code=local)
+
+
+@st.cache_resource(show_spinner=False)
+def _upload_gate(limits_json: str) -> UploadGate:
+    gate = UploadGate(UploadLimits.model_validate_json(limits_json))
+    if runtime.exists():  # a served app (AppTest has no upload endpoint)
+        manager = runtime.get_instance().uploaded_file_mgr
+        if isinstance(manager, MemoryUploadedFileManager):
+            gate.install(manager)
+        else:  # another Streamlit's manager: the page offers no upload rather than an ungated one
+            log.error("uploads are off: the upload manager %s cannot be gated", type(manager).__name__)
+    return gate
+
+
+def upload_gate() -> UploadGate | None:
+    """The server's gate on uploads, installed on Streamlit's upload endpoint by the first script run (app.py calls
+    this before any page); while the settings are invalid a closed gate is installed and None returned (the page
+    says what is wrong)."""
+    got = _settings_of(frozenset(os.environ.items()))
+    if isinstance(got, str):
+        _upload_gate(UploadLimits.closed().model_dump_json())
+        return None
+    return _upload_gate(got[0].upload_limits.model_dump_json())
 
 
 @st.cache_resource(show_spinner=False)

@@ -173,6 +173,7 @@ class Session:
         self.widget_values: dict[str, WidgetState] = {}  # what this tab has typed or chosen, by widget id
         self.auto_reruns: dict[str, float] = {}  # fragment id -> seconds, from auto_rerun
         self.http_bytes = 0
+        self.session_id = ""  # the server's id of this tab's session, from its new_session message
 
     # -- HTTP ---------------------------------------------------------------------------------------------------
     async def _get(self, target: str) -> bytes:
@@ -287,6 +288,7 @@ class Session:
             msg.ParseFromString(frame)
             kind = msg.WhichOneof("type")
             if kind == "new_session":
+                self.session_id = msg.new_session.initialize.session_id or self.session_id
                 if not msg.metadata.run.fragment_ids:  # a full run redraws the page: forget the chained runs' texts
                     run.texts.clear()
                     run.headings.clear()

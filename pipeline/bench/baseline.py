@@ -1,8 +1,9 @@
 """The reference row of every scoreboard: what a plain BM25 top-3 sentence selector cites from the same frozen web.
 
-For each question, every page of its corpus is fetched as a run would fetch it, split into sentences, and the three
-sentences with the highest Okapi BM25 score for the question's words (lowercased words less English stop words; no
-stemming, no question analysis, no threshold) become the findings of a report that quotes them. That report is graded
+For each question, every page of its corpus (every file of a documents corpus) is read as a run would read it, split
+into sentences, and the three sentences with the highest Okapi BM25 score for the question's words (lowercased words
+less English stop words; no stemming, no question analysis, no threshold) become the findings of a report that quotes
+them (a document's with its page and heading). That report is graded
 exactly like a run (bench/grade.py), so the baseline never names a gap and never shows a conflict: it is the floor
 every mode must beat. BM25 itself is rank-bm25's BM25Okapi, so the reference is not our own code.
 """
@@ -18,12 +19,15 @@ from pathlib import Path
 from rank_bm25 import BM25Okapi
 
 from pipeline.bench.grade import BASELINE, RunGrade, grade_run
-from pipeline.bench.suite import Suite, SuiteQuestion
+from pipeline.bench.suite import MANIFEST, Suite, SuiteQuestion
 from pipeline.config import ConfigError, Settings
-from pipeline.core.schema import Finding, Plan, Report, RunResult, Source, SubQuestion
+from pipeline.core.location import locate
+from pipeline.core.schema import Finding, Plan, Report, RunResult, Source, SubQuestion, TextLayout
 from pipeline.research.extractive.sentences import split_sentences
 from pipeline.research.extractive.terms import STOP_WORDS
 from pipeline.web.corpus import Corpus
+from pipeline.web.docs_build import doc_url
+from pipeline.web.docs_index import DocsIndex
 from pipeline.web.fetch import Fetcher
 
 TOP = 3
@@ -49,6 +53,8 @@ class _Page:
     title: str | None
     published: str | None
     text: str
+    path: str | None = None  # a file of a documents corpus, with its page starts and headings
+    layout: TextLayout | None = None
 
 
 class CorpusIndex:
@@ -67,7 +73,15 @@ class CorpusIndex:
 
     @classmethod
     def open(cls, folder: Path, settings: Settings) -> CorpusIndex:
-        """The pages of the corpus in `folder`, read by the fetcher exactly as a run reads them."""
+        """The pages of the corpus in `folder`, read by the fetcher exactly as a run reads them (a documents corpus:
+        its files as the index read them, which is what a run reads)."""
+        if folder.is_dir() and not (folder / MANIFEST).is_file():
+            docs = DocsIndex.open(folder, settings)
+            try:
+                return cls([_Page(url=doc_url(d.path), title=d.title, published=d.published, text=d.text, path=d.path,
+                                  layout=d.layout) for d in docs.documents() if d.text])
+            finally:
+                docs.close()
         corpus = Corpus.open(folder, searchable=False)
         try:
             fetcher = Fetcher(settings, corpus=corpus)
@@ -84,6 +98,10 @@ class CorpusIndex:
     def text_of(self, source: Source) -> str | None:
         """The text of the page `source` was cut from (the grader re-checks every quote against it)."""
         return next((p.text for p in self.pages if p.url == source.url), None)
+
+    def layout_of(self, source: Source) -> TextLayout | None:
+        """The page starts and headings of the document `source` was cut from (None for a web page)."""
+        return next((p.layout for p in self.pages if p.url == source.url), None)
 
     def top(self, question: str, k: int = TOP) -> list[_Sentence]:
         """The `k` sentences of highest BM25 score for `question` (ties by position), none scoring zero or less."""
@@ -106,10 +124,12 @@ def baseline_result(question: SuiteQuestion, index: CorpusIndex) -> RunResult:
         if s.page not in sources:
             sources[s.page] = Source(id=f"S{len(sources) + 1}", url=page.url, final_url=page.url, title=page.title,
                                      published=page.published, fetched_at=now, chars=len(page.text),
-                                     sha256=hashlib.sha256(page.text.encode("utf-8")).hexdigest())
+                                     sha256=hashlib.sha256(page.text.encode("utf-8")).hexdigest(),
+                                     kind="document" if page.path is not None else None, path=page.path)
         quote = page.text[s.start:s.end]
         findings.append(Finding(id=f"F{n}", sub_question="Q1", source=sources[s.page].id, claim=quote, quote=quote,
-                                start=s.start, end=s.end, support="supported"))
+                                start=s.start, end=s.end, support="supported",
+                                location=locate(page.layout, s.start, s.end)))
     lines = [f"# {question.question}", ""] + [f'- "{f.quote}" [{f.id}]' for f in findings]
     return RunResult(run_id=f"{BASELINE}-{question.id}", question=question.question, mode="extractive",
                      models={"lead": "none", "worker": "none"}, status="complete",
@@ -134,5 +154,6 @@ def baseline_grades(suite: Suite, questions: Sequence[SuiteQuestion], corpora: P
         index = indexes[name]
         if index is None:
             continue
-        grades.append(grade_run(q, baseline_result(q, index), index.text_of, mode=BASELINE, repeat=1))
+        grades.append(grade_run(q, baseline_result(q, index), index.text_of, mode=BASELINE, repeat=1,
+                                layout_of=index.layout_of))
     return grades

@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.bench.suite import Split, SuiteQuestion
 from pipeline.core.ids import CALCULATION, CITATION, FINDING, GAP
-from pipeline.core.schema import Finding, RunResult, RunStatus, Source
+from pipeline.core.location import cite, locate
+from pipeline.core.schema import Finding, RunResult, RunStatus, Source, TextLayout
 from pipeline.core.urls import url_key
 from pipeline.research.steps.checks import cited_ids, numbers_in, sentences
 
@@ -20,6 +21,7 @@ _FOLD = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"
                        "\u2212": "-", "\u00a0": " ", "\u00ad": None})
 
 PageText = Callable[[Source], str | None]
+DocLayout = Callable[[Source], TextLayout | None]  # a document's page starts and headings (None: not a document)
 BASELINE: Literal["baseline"] = "baseline"
 BASELINE_LABEL = "baseline (BM25 top 3)"
 # What a grade is of: a run of one of the modes, or the reference baseline computed by the bench (bench/baseline.py).
@@ -104,14 +106,49 @@ def check_quotes(findings: Sequence[Finding], sources: Sequence[Source], page_te
     return failures
 
 
+def check_locations(findings: Sequence[Finding], sources: Sequence[Source], layout_of: DocLayout) -> list[str]:
+    """Why each document finding's recorded place is not where its offsets are in the document (its page computed
+    again from the document's page starts, and its heading)."""
+    by_id = {s.id: s for s in sources}
+    failures = []
+    for f in findings:
+        src = by_id.get(f.source)
+        layout = layout_of(src) if src is not None and src.kind == "document" else None
+        if layout is None:
+            continue
+        want, got = locate(layout, f.start, f.end), f.location
+        if (want and want.page, want and want.heading) != (got and got.page, got and got.heading):
+            failures.append(f"{f.id}: cites {cite(got) or 'no place'} but its quote is at {cite(want) or 'no place'} "
+                            f"of {src.path if src else f.source}")
+    return failures
+
+
+def _answer_page(question: SuiteQuestion, cited: Sequence[Finding], misplaced: set[str]) -> Expectation:
+    """A cited finding that quotes an answer term sits on the question's page, and records that page."""
+    terms = [t for group in question.answer_terms for t in group]
+    quoting = [f for f in cited if any(contains_term(f.quote, t) for t in terms)]
+    right = [f.id for f in quoting if f.id not in misplaced and f.location and f.location.page == question.answer_page]
+    if right:
+        return Expectation(name="answer_page", passed=True, detail=f"{', '.join(right)} on p. {question.answer_page}")
+    pages = sorted({f"{f.id} p. {f.location.page if f.location else '?'}" for f in quoting})
+    return Expectation(name="answer_page", passed=False, detail=(
+        f"expected p. {question.answer_page}; " + (f"cited: {', '.join(pages)}" if pages else
+                                                   "no cited finding quotes an answer term")))
+
+
 def grade_run(question: SuiteQuestion, result: RunResult, page_text: PageText, *, repeat: int = 0,
-              max_sub_questions: int | None = None, mode: Graded | None = None) -> RunGrade:
-    """Grade `result` against `question`; page_text(source) is the source's stored text (run store or corpus)."""
+              max_sub_questions: int | None = None, mode: Graded | None = None,
+              layout_of: DocLayout | None = None) -> RunGrade:
+    """Grade `result` against `question`; page_text(source) is the source's stored text (run store or corpus),
+    layout_of(source) a document's page starts and headings, against which each cited place is checked."""
     report_sentences = sentences(result.report.markdown)
     cited = {i for s in report_sentences for i in cited_ids(s)}
     findings = {f.id: f for f in result.findings}
     cited_findings = [findings[i] for i in sorted(cited) if i.startswith(FINDING) and i in findings]
     failures = check_quotes(cited_findings, result.sources, page_text)
+    quoted = [f for f in cited_findings if not any(m.startswith(f"{f.id}:") for m in failures)]
+    misplaced = check_locations(quoted, result.sources, layout_of) if layout_of is not None else []
+    failures += misplaced
     cap = question.max_sub_questions if question.max_sub_questions is not None else max_sub_questions
 
     expectations: list[Expectation] = []
@@ -124,6 +161,8 @@ def grade_run(question: SuiteQuestion, result: RunResult, page_text: PageText, *
                                         detail=f"not quoted by a cited finding: {missing}" if missing else ""))
     else:
         answer_recall = None
+    if question.answer_page is not None:
+        expectations.append(_answer_page(question, cited_findings, {m.split(":", 1)[0] for m in misplaced}))
     if cited_findings:
         expectations.append(Expectation(name="citations_verified", passed=not failures, detail="; ".join(failures)))
     if question.expect_gap:

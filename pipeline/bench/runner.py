@@ -22,7 +22,7 @@ from pipeline.bench.baseline import baseline_grades
 from pipeline.bench.grade import RunGrade, grade_run
 from pipeline.bench.pages import PageTexts
 from pipeline.bench.saved import SUMMARY, BenchSummary, read_summary
-from pipeline.bench.suite import LIVE, Suite, SuiteError, load_suite
+from pipeline.bench.suite import LIVE, MANIFEST, Suite, SuiteError, load_suite
 from pipeline.bench.summary import grade_suite
 from pipeline.config import SHIPPED_CORPORA, ConfigError, Settings
 from pipeline.core.schema import BenchInfo, BudgetLimits, Mode, Problem, RunOptions, RunResult, RunStatus
@@ -33,6 +33,7 @@ from pipeline.store.base import RunStore
 from pipeline.store.files import TIMELINE_SUFFIX, read_run_file, save_run_file
 from pipeline.store.sql import settings_secrets
 from pipeline.store.timeline import TimelineEntry, TimelineRecorder
+from pipeline.web.docs_pages import documents_only
 
 ROOT = SHIPPED_CORPORA.parents[1]
 SUITES = ROOT / "benchmarks" / "suites"
@@ -158,10 +159,14 @@ def plan_runs(suite: Suite, modes: Sequence[Mode], repeat: int) -> list[RunKey]:
 
 
 def question_settings(base: Settings, corpus: str, corpora: Path) -> Settings:
-    """Settings for a run over `corpus`: the corpus provider on that folder; a live suite keeps the environment's."""
+    """Settings for a run over `corpus`: the corpus provider on a frozen web, the folder alone for a documents
+    corpus (as `run --docs` researches it); a live suite keeps the environment's."""
     if corpus == LIVE:
         return base
-    return base.model_copy(update={"search_provider": "corpus", "corpus_dir": str(Path(corpora) / corpus)})
+    folder = Path(corpora) / corpus
+    if folder.is_dir() and not (folder / MANIFEST).is_file():
+        return documents_only(base, folder)
+    return base.model_copy(update={"search_provider": "corpus", "corpus_dir": str(folder)})
 
 
 def run_settings(suite: Suite, keys: Sequence[RunKey], base: Settings, corpora: Path) -> dict[str, Settings]:
@@ -181,9 +186,9 @@ def run_settings(suite: Suite, keys: Sequence[RunKey], base: Settings, corpora: 
         if folder is None and base.search_provider == "corpus":
             raise ConfigError(f"suite {suite.name}, question {q.id!r} runs on the live web: set "
                               "RESEARCH_SEARCH_PROVIDER to a web search provider (brave, tavily, searxng or anthropic)")
-        if folder is not None and not (folder / "manifest.jsonl").is_file():
-            raise ConfigError(f"suite {suite.name}, question {q.id!r}: corpus {corpus!r} is not a folder of saved "
-                              f"pages in {corpora} (no manifest.jsonl there)")
+        if folder is not None and not folder.is_dir():
+            raise ConfigError(f"suite {suite.name}, question {q.id!r}: corpus {corpus!r} is not a folder in "
+                              f"{corpora} (saved pages with a manifest.jsonl, or documents)")
         found[corpus] = question_settings(base, corpus, corpora)
     return found
 
@@ -340,8 +345,9 @@ def grade_saved(suite: Suite, saved: Mapping[RunKey, RunResult], pages: PageText
                       key=lambda k: (questions[k.question_id][0], _ORDER[k.mode], k.repeat)):
         q = questions[key.question_id][1]
         rr = saved[key]
-        grades.append(grade_run(q, rr, pages.for_run(rr, suite.corpus_of(q)), repeat=key.repeat,
-                                max_sub_questions=suite.max_sub_questions))
+        corpus = suite.corpus_of(q)
+        grades.append(grade_run(q, rr, pages.for_run(rr, corpus), repeat=key.repeat,
+                                max_sub_questions=suite.max_sub_questions, layout_of=pages.layouts(corpus)))
     return grades
 
 

@@ -16,6 +16,7 @@ Split = Literal["dev", "test"]
 QuestionKind = Literal["single_page", "two_page", "unanswerable", "conflict", "premise", "proxy", "calculation",
                        "many_parts", "outage", "paywall", "injection"]
 LIVE = "live"
+MANIFEST = "manifest.jsonl"  # a frozen web's list of saved pages (pipeline/web/corpus.py)
 
 
 def _as_group(value: Any) -> Any:
@@ -39,9 +40,13 @@ class SuiteQuestion(_Strict):
         "(docs/BENCHMARK.md)."))
     question: str = Field(min_length=3)
     kind: QuestionKind
-    gold_pages: list[str] = Field(default_factory=list, description="URLs of the pages that answer it.")
+    gold_pages: list[str] = Field(default_factory=list, description=(
+        "URLs of the pages that answer it (doc:PATH for a file of a documents corpus)."))
     answer_terms: list[TermGroup] = Field(
         default_factory=list, description="Every group must be quoted by a cited finding (any one of its strings).")
+    answer_page: int | None = Field(None, ge=1, description=(
+        "The page of a document (a PDF of a documents corpus) the answer is on: a cited finding that quotes an "
+        "answer term must record that page, and its quote must be on it."))
     expect_gap: bool = Field(False, description="Unanswerable: a gap is named and no figure is stated.")
     expect_nothing_stated: bool = Field(False, description=(
         "Negative rejection: besides the gap, the report cites no finding at all (the pages are near misses)."))
@@ -61,8 +66,8 @@ class SuiteQuestion(_Strict):
     @classmethod
     def _urls(cls, pages: list[str]) -> list[str]:
         for url in pages:
-            if not url.lower().startswith(("http://", "https://")):
-                raise ValueError(f"not an http(s) URL: {url!r}")
+            if not url.lower().startswith(("http://", "https://", "doc:")):
+                raise ValueError(f"not an http(s) URL or a doc: identifier: {url!r}")
         return pages
 
     @model_validator(mode="after")
@@ -73,13 +78,16 @@ class SuiteQuestion(_Strict):
             raise ValueError("a question that expects a gap cannot have answer_terms")
         if self.kind == "conflict" and len(self.expect_conflict) < 2:
             raise ValueError("a conflict question must give at least two values in expect_conflict")
+        if self.answer_page is not None and not self.answer_terms:
+            raise ValueError("answer_page needs answer_terms: the page is checked on the findings that quote them")
         if self.expect_nothing_stated and not self.expect_gap:
             raise ValueError("expect_nothing_stated needs expect_gap: the report names the gap instead")
         return self
 
 
 class Suite(_Strict):
-    """A suite: its questions run against `corpus` (a folder under benchmarks/corpora, or "live")."""
+    """A suite: its questions run against `corpus` (a folder under benchmarks/corpora: saved pages with a manifest,
+    or any folder of documents; or "live")."""
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     version: str = Field(min_length=1)
@@ -104,6 +112,11 @@ class Suite(_Strict):
     def corpus_of(self, question: SuiteQuestion | None = None) -> str:
         """The corpus `question` runs against: its own when it names one, else the suite's."""
         return question.corpus if question is not None and question.corpus is not None else self.corpus
+
+    def is_documents(self, corpora: Path, question: SuiteQuestion | None = None) -> bool:
+        """Whether the corpus is a folder of documents (any files, read as `run --docs` reads them), not saved pages."""
+        folder = self.corpus_dir(corpora, question)
+        return folder is not None and folder.is_dir() and not (folder / MANIFEST).is_file()
 
     def corpus_dir(self, corpora: Path, question: SuiteQuestion | None = None) -> Path | None:
         """The corpus folder under `corpora` (of `question` when given), or None for a live one."""

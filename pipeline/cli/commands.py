@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pipeline.cli.docs_command import open_index
 from pipeline.cli.progress import StderrProgress
 from pipeline.config import ConfigError, Settings
 from pipeline.core.budget import Budget
@@ -69,6 +70,11 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.docs:
+        settings = settings.model_copy(update={"docs_dir": args.docs})
+    if settings.docs_dir is not None:  # indexed first, with progress; the run then finds the index up to date
+        require_run_access(settings, args.mode)  # a missing key is said before a long index build, not after
+        open_index(settings.docs_dir, settings, args.quiet).close()
     return run_question(args.question, mode=args.mode, json_path=args.json, quiet=args.quiet, settings=settings)
 
 
@@ -162,5 +168,7 @@ def print_outcome(result: RunResult, json_path: str | None, verb: str = "") -> i
                   f"store: python -m pipeline export {result.run_id} PATH", file=sys.stderr)
     print(f"research: run {result.run_id}{verb} {result.status}; ${result.usage.cost_usd:.4f}, "
           f"{result.usage.model_calls} model calls, {result.usage.searches} searches, "
-          f"{result.usage.fetches} fetches" + (f"; JSON in {json_path}" if written else ""), file=sys.stderr)
+          f"{result.usage.fetches} fetches"
+          + (f", {result.usage.documents} documents" if result.usage.documents else "")
+          + (f"; JSON in {json_path}" if written else ""), file=sys.stderr)
     return 1 if result.status == "failed" or (json_path and not written) else 0

@@ -1,4 +1,4 @@
-"""CLI: python -m pipeline {run,fetch,search,runs,replay,resume,export,bench,db,mcp} (also the `research` console
+"""CLI: python -m pipeline {run,fetch,search,runs,replay,resume,export,bench,db,docs,mcp} (also the `research` console
 script).
 
 Exit 0 ok, 1 failed, 2 usage (an unknown run id included).
@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import ValidationError
 
-from pipeline.cli import bench_command, commands, db_command, mcp_command, store_commands
+from pipeline.cli import bench_command, commands, db_command, docs_command, mcp_command, store_commands
 from pipeline.config import ConfigError, Settings
 from pipeline.store.base import StoreError
 
@@ -20,7 +20,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "run": commands.cmd_run, "fetch": commands.cmd_fetch, "search": commands.cmd_search,
     "runs": store_commands.cmd_runs, "replay": store_commands.cmd_replay, "resume": store_commands.cmd_resume,
     "export": store_commands.cmd_export, "bench": bench_command.cmd_bench, "db": db_command.cmd_db,
-    "mcp": mcp_command.cmd_mcp,
+    "mcp": mcp_command.cmd_mcp, "docs": docs_command.cmd_docs,
 }
 
 
@@ -36,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--mode", choices=["fixed", "tools", "extractive"], default="fixed",
                      help="fixed queries (cheap), tool-calling workers, or extractive: no model at all, sentences "
                           "selected by code, no key needed (default: fixed)")
+    run.add_argument("--docs", metavar="DIR", help="research a folder of your own files (PDF, Word, Markdown, HTML, "
+                                                   "text); with RESEARCH_SEARCH_PROVIDER set, the web too")
     add_output_args(run)
 
     fetch = sub.add_parser("fetch", help="one guarded fetch and extraction of URL")
@@ -50,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_store_commands(sub)
     bench_command.add_parser(sub)
     db_command.add_parser(sub)
+    docs_command.add_parser(sub)
     mcp_command.add_parser(sub)
     return p
 

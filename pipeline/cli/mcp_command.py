@@ -15,8 +15,8 @@ from pipeline.config import Settings
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `mcp` on the CLI's subparsers."""
-    mcp = sub.add_parser("mcp", help="serve research, fetch_page, search, list_runs and get_run to an MCP client "
-                                     "over stdio")
+    mcp = sub.add_parser("mcp", help="serve research, fetch_page, search, list_runs, get_run and list_documents "
+                                     "to an MCP client over stdio")
     mcp.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="INFO",
                      help="what the server logs on stderr (default INFO: one line per run started and finished)")
 

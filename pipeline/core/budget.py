@@ -10,7 +10,7 @@ from typing import Literal, Protocol
 
 from pipeline.core.schema import BudgetLimits, BudgetState, ModelPrice, Usage
 
-Counter = Literal["searches", "fetches"]
+Counter = Literal["searches", "fetches", "documents"]
 MIN_OUTPUT_TOKENS = 256
 
 
@@ -71,7 +71,7 @@ def cost_usd(price: ModelPrice, usage: TokenUsage) -> float:
 
 
 class Budget:
-    """Ceilings on searches, fetches, model calls, tokens and dollars, shared by every thread of a run."""
+    """Ceilings on searches, fetches, document reads, model calls, tokens and dollars, shared by a run's threads."""
 
     def __init__(self, limits: BudgetLimits, price_of: Callable[[str], ModelPrice], used: Usage | None = None):
         self.limits = limits

@@ -13,8 +13,9 @@ from pipeline.core.event_types import AssignedEvent
 from pipeline.core.events import EventSink, NullSink
 from pipeline.core.ids import FINDING, SOURCE, fresh_id, id_number
 from pipeline.core.instructions import instruction_reason, quote_instruction_reason
+from pipeline.core.location import locate
 from pipeline.core.quotes import QuoteIndex
-from pipeline.core.schema import Confidence, FetchResult, Finding, RejectedFinding, Source, Support
+from pipeline.core.schema import Confidence, FetchResult, Finding, RejectedFinding, Source, Support, TextLayout
 from pipeline.core.urls import url_key
 
 
@@ -23,6 +24,7 @@ class StoredSource(BaseModel):
 
     source: Source
     text: str
+    layout: TextLayout | None = None  # a document's page starts and headings (locations are computed from them)
 
 
 class NotebookState(BaseModel):
@@ -104,12 +106,15 @@ class Notebook:
             else:
                 recorded = None
                 sid, fetched_at = fresh_id(SOURCE, self._sources, self._reserved_sources), self._clock()
+            doc = page.document
             source = Source(
                 id=sid, url=page.url, final_url=final, title=page.title,
                 published=page.published, fetched_at=fetched_at,
                 sha256=hashlib.sha256(page.text.encode("utf-8")).hexdigest(), chars=len(page.text),
+                kind="document" if doc else None, path=doc.path if doc else None,
+                published_from=doc.published_from if doc else None,
             )
-            self._put_source(StoredSource(source=source, text=page.text))
+            self._put_source(StoredSource(source=source, text=page.text, layout=doc.layout if doc else None))
             # Reported before the lock is let go: no one can see an id that the record does not hold yet.
             self._events.emit(AssignedEvent(what="source", id=sid, urls=urls, fetched_at=fetched_at,
                                             replayed=recorded is not None))
@@ -121,7 +126,7 @@ class Notebook:
         with self._lock:
             if ref in self._sources:
                 return self._sources[ref].source
-            sid = self._by_url.get(url_key(ref)) if "://" in ref else None
+            sid = self._by_url.get(url_key(ref)) if "://" in ref or ref.startswith("doc:") else None
             return self._sources[sid].source if sid else None
 
     def text(self, source_id: str) -> str:
@@ -177,6 +182,7 @@ class Notebook:
                 quote=self._sources[src.id].text[span.start:span.end], start=span.start, end=span.end,
                 confidence=confidence, confirmed_with_find_in_page=confirmed_with_find_in_page,
                 selected_by_code=selected_by_code,
+                location=locate(self._sources[src.id].layout, span.start, span.end),
             )
             self._findings[finding.id] = finding
             self._by_span[(src.id, span.start, span.end)] = finding.id

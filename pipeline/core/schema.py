@@ -27,6 +27,51 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _unset(value: object) -> bool:
+    """Fields added after RunResults were first saved are written only when set, so old files read back unchanged."""
+    return value is None or value == [] or value == 0 or value is False
+
+
+class PageMark(_Model):
+    """Where a page of a document begins in its extracted text (pages numbered from 1, in the file's order)."""
+
+    page: int = Field(ge=1)
+    start: int = Field(ge=0)
+    ocr: bool = Field(False, exclude_if=_unset)  # the page is a scanned image whose text OCR read
+
+
+class HeadingMark(_Model):
+    """Where a heading's section begins in a document's extracted text, and its path ("Results > Table 2")."""
+
+    start: int = Field(ge=0)
+    path: str
+
+
+class TextLayout(_Model):
+    """Page starts and heading marks of an extracted text, in order of their offsets; empty for a web page."""
+
+    pages: list[PageMark] = Field(default_factory=list)
+    headings: list[HeadingMark] = Field(default_factory=list)
+
+
+class DocumentInfo(_Model):
+    """What a read of a file from the user's documents folder adds to a FetchResult."""
+
+    path: str  # relative to the folder, with "/" separators
+    layout: TextLayout = Field(default_factory=TextLayout)
+    published_from: Literal["metadata", "mtime"] | None = None  # where `published` came from
+
+
+class Location(_Model):
+    """Where a finding's quote sits in a document: its page (and offsets within that page) and its heading path."""
+
+    page: int | None = None
+    page_start: int | None = None
+    page_end: int | None = None
+    heading: str | None = None
+    ocr: bool = Field(False, exclude_if=_unset)  # the quote is OCR text of a scanned page
+
+
 class SearchResult(_Model):
     """One hit from a search provider: snippets only, never page text."""
 
@@ -51,6 +96,7 @@ class FetchResult(_Model):
     published: str | None = None
     truncated: bool = False
     bytes: int = 0
+    document: DocumentInfo | None = Field(None, exclude_if=_unset)  # set when the page is a file of the user's
 
 
 class Source(_Model):
@@ -64,6 +110,9 @@ class Source(_Model):
     fetched_at: str
     sha256: str
     chars: int
+    kind: Literal["document"] | None = Field(None, exclude_if=_unset)  # unset: a web page
+    path: str | None = Field(None, exclude_if=_unset)  # a document's path, relative to its folder
+    published_from: Literal["metadata", "mtime"] | None = Field(None, exclude_if=_unset)
 
 
 class Finding(_Model):
@@ -83,6 +132,7 @@ class Finding(_Model):
     # selects every finding by code, which its mode already says. Written only when true, so every finding recorded
     # before the field existed reads back unchanged.
     selected_by_code: bool = Field(False, exclude_if=lambda v: not v)
+    location: Location | None = Field(None, exclude_if=_unset)  # a document's page and heading of the quote
 
 
 class RejectedFinding(_Model):
@@ -159,6 +209,10 @@ class Usage(_Model):
     model_calls: int = 0
     searches: int = 0
     fetches: int = 0
+    documents: int = Field(0, exclude_if=_unset)  # reads of files from the user's documents folder
+
+
+DOCUMENT_READS = 40  # the default limit on document reads; written only when another is set, as before the field
 
 
 class BudgetLimits(_Model):
@@ -166,6 +220,7 @@ class BudgetLimits(_Model):
 
     searches: int = 30
     fetches: int = 40
+    documents: int = Field(DOCUMENT_READS, ge=0, exclude_if=lambda v: v == DOCUMENT_READS)
     model_calls: int = 80
     input_tokens: int = 1_500_000
     output_tokens: int = 150_000
@@ -193,6 +248,8 @@ class RunOptions(_Model):
     # in the worker's first message (one model turn fewer), "model" leaves it to the worker. Unset: a new run takes
     # "code" (research() sets it); a run recorded before the choice existed replays as "model", as it ran.
     first_search: Literal["code", "model"] | None = None
+    # The documents folder the run researched (RESEARCH_DOCS_DIR or `run --docs`), recorded so a resume reads it again.
+    docs: str | None = Field(None, exclude_if=_unset)
 
 
 class BenchInfo(_Model):

@@ -45,6 +45,8 @@ class McpSettings(BaseSettings):
     max_usd: float = Field(BudgetLimits().cost_usd, ge=0.0, allow_inf_nan=False,
                            validation_alias=AliasChoices("RESEARCH_MCP_MAX_USD"))
     max_concurrent: int = Field(2, ge=1, le=16, validation_alias=AliasChoices("RESEARCH_MCP_MAX_CONCURRENT"))
+    # The documents folders a caller may research, by name (pipeline/mcp/docs.py reads the list).
+    docs: str = Field("", validation_alias=AliasChoices("RESEARCH_MCP_DOCS"))
 
     @classmethod
     def from_env(cls) -> McpSettings:

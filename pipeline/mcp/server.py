@@ -1,11 +1,13 @@
 """The MCP server (`python -m pipeline mcp`): Verbatim's research, guarded fetch, search and run store as MCP tools
 over stdio, on the official `mcp` SDK (MCPServer, the SDK's typed-tool server).
 
-Tools: research(question, mode, budget), fetch_page(url), search(query, n), list_runs(limit), get_run(run_id).
+Tools: research(question, mode, budget, docs), fetch_page(url), search(query, n), list_runs(limit), get_run(run_id),
+list_documents(folder).
 
 What a caller can and cannot do:
 - Settings (keys, the search provider, the fetch policy, RESEARCH_DB) are read from the server's environment once,
-  when it starts; no tool takes a setting.
+  when it starts; no tool takes a setting. A run over documents names one of the folders the server was configured
+  with (RESEARCH_MCP_DOCS, pipeline/mcp/docs.py); a caller never passes a path.
 - A research run's limits come from the budget preset the caller names, each capped by the server (limits.py); a
   caller cannot send limits.
 - The only way to the web is pipeline/web's guarded fetcher (fetch_page and the runs' fetches) and the configured
@@ -26,7 +28,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -43,6 +45,7 @@ from pipeline.core.schema import (
     Confidence,
     Conflict,
     FetchResult,
+    Location,
     Mode,
     Problem,
     RunOptions,
@@ -52,6 +55,7 @@ from pipeline.core.schema import (
     Support,
     Usage,
 )
+from pipeline.mcp.docs import DocumentList, choose, list_documents, parse_folders
 from pipeline.mcp.limits import (
     DEFAULT_PRESET,
     MAX_LISTED_RUNS,
@@ -87,8 +91,9 @@ INSTRUCTIONS = (
     "Verbatim researches a question on the web and answers with a short report in which every claim cites a "
     "finding, and every finding is a verbatim quote that code located in a page the run fetched. Call research "
     "for a question (mode extractive needs no model and costs nothing; fixed and tools use the server's model), "
+    "with docs set to research one of the server's documents folders (list_documents shows what each holds), "
     "fetch_page for one page through the guarded fetcher, search for one web search, list_runs and get_run for "
-    "recorded runs. Limits and settings are the server's; a caller picks only a budget preset.")
+    "recorded runs. Limits and settings are the server's; a caller picks only a budget preset and a folder name.")
 
 
 # -- results -----------------------------------------------------------------------------------------------------------
@@ -106,10 +111,12 @@ class QuotedFinding(BaseModel):
     sub_question: str | None = None
     confidence: Confidence
     support: Support
+    location: Location | None = Field(None, description=(
+        "Where the quote sits in a document: its page (PDF) and heading path; null for a web page."))
 
 
 class SourceRef(BaseModel):
-    """A page the run fetched."""
+    """A page the run fetched, or a file of a documents folder (kind "document", with its path in the folder)."""
 
     id: str
     url: str
@@ -117,6 +124,8 @@ class SourceRef(BaseModel):
     title: str | None = None
     published: str | None = None
     fetched_at: str
+    kind: Literal["web", "document"] = "web"
+    path: str | None = None
 
 
 class Answer(BaseModel):
@@ -204,6 +213,7 @@ class Tools:
     def __init__(self, settings: Settings, limits: McpSettings) -> None:
         self.settings, self.limits = settings, limits
         self.cap = limits.cap()
+        self.folders = parse_folders(limits.docs)  # ConfigError (the server does not start) on a bad entry
         self._secrets = tuple(s for s in settings_secrets(settings) if len(s) >= SHORTEST_SCRUBBED)
         self._lock = threading.Lock()
         self._running = 0
@@ -243,12 +253,17 @@ class Tools:
         budget: Annotated[PresetName, Field(description=(
             "The budget preset; the server caps each one (this tool's description lists them as capped)."))]
         = DEFAULT_PRESET,
+        docs: Annotated[str | None, Field(description=(
+            "The name of one of this server's documents folders to research (list_documents shows them), alone, "
+            "or beside the web when the server has a web search provider. Not a path."))] = None,
     ) -> Answer:
         try:
             text = checked_question(question)
+            settings = self.settings if docs is None else self.settings.model_copy(
+                update={"docs_dir": str(choose(self.folders, docs))})
         except Refused as e:
             raise self.error(str(e)) from None
-        await anyio.to_thread.run_sync(self._preflight, mode)
+        await anyio.to_thread.run_sync(self._preflight, mode, settings)
         limits = limits_for(budget, mode, self.cap)
         options = RunOptions(mode=mode, limits=limits)
         run_id = new_run_id()
@@ -262,7 +277,8 @@ class Tools:
         async with bridge.running():
             try:
                 result = await anyio.to_thread.run_sync(
-                    functools.partial(self._run, text, options, run_id, bridge, stop, started), abandon_on_cancel=True)
+                    functools.partial(self._run, settings, text, options, run_id, bridge, stop, started),
+                    abandon_on_cancel=True)
             except anyio.get_cancelled_exc_class():
                 stop.cancel()  # the client gave up: the run winds down in its thread and is recorded as cancelled
                 log.info("run %s: the request was cancelled; stopping the run", run_id)
@@ -280,10 +296,11 @@ class Tools:
             raise failure or self.error("the run ended without a result")
         return self.clean(answer_of(result))
 
-    def _preflight(self, mode: Mode) -> None:
-        """The CLI's check before a run is started: the mode's model key, the search provider's setting, the corpus."""
+    def _preflight(self, mode: Mode, settings: Settings) -> None:
+        """The CLI's check before a run is started: the mode's model key, the search provider's setting, the corpus,
+        the documents folder."""
         try:
-            preflight.require_run_access(self.settings, mode)
+            preflight.require_run_access(settings, mode)
         except preflight.NoModelAccess as e:
             raise self.error(f"{e} Or call research with mode \"extractive\", which uses no model and needs no "
                              "key.") from None
@@ -302,8 +319,8 @@ class Tools:
             with self._lock:
                 self._running -= 1
 
-    def _run(self, question: str, options: RunOptions, run_id: str, bridge: ProgressBridge, stop: _Cancel,
-             started: str) -> RunResult:
+    def _run(self, settings: Settings, question: str, options: RunOptions, run_id: str, bridge: ProgressBridge,
+             stop: _Cancel, started: str) -> RunResult:
         """One run, recorded in the run store as `python -m pipeline run` records it (in a worker thread); _Busy when
         every research slot is taken. `started` is the first progress line, sent once the run has its slot."""
         def context(settings: Settings, opts: RunOptions, sink: EventSink, **kw: Any) -> RunContext:
@@ -317,7 +334,7 @@ class Tools:
             try:
                 with open_store(self.settings) as store:
                     try:
-                        result = research(question, self.settings, options=options, run_id=run_id, events=bridge,
+                        result = research(question, settings, options=options, run_id=run_id, events=bridge,
                                           store=store, context=context)
                     except RunNotRecorded as e:  # what the run had, its problems saying how to resume it
                         result = e.result
@@ -362,6 +379,17 @@ class Tools:
         except (Refused, SearchFailed, ConfigError) as e:
             raise self.error(str(e)) from None
         return self.clean(SearchResults(query=text, provider=self.settings.search_provider, results=results))
+
+    def list_documents(
+        self,
+        folder: Annotated[str, Field(description="The name of one of this server's documents folders.")],
+    ) -> DocumentList:
+        try:
+            root = choose(self.folders, folder)
+            with self._io:
+                return self.clean(list_documents(folder, root, self.settings))
+        except (Refused, ConfigError) as e:
+            raise self.error(str(e)) from None
 
     def _model_search(self, query: str, n: int, recency_days: int | None) -> list[dict[str, Any]]:
         """The model's server-side search (RESEARCH_SEARCH_PROVIDER=anthropic), on the server's one search budget."""
@@ -414,18 +442,18 @@ def answer_of(result: RunResult) -> Answer:
         findings.append(QuotedFinding(
             id=f.id, claim=f.claim, quote=f.quote, source=f.source, url=src.final_url if src else "",
             title=src.title if src else None, published=src.published if src else None, sub_question=f.sub_question,
-            confidence=f.confidence, support=f.support))
+            confidence=f.confidence, support=f.support, location=f.location))
     return Answer(
         run_id=result.run_id, question=result.question, mode=result.mode, status=result.status,
         report=result.report.markdown, findings=findings,
         sources=[SourceRef(id=s.id, url=s.url, final_url=s.final_url, title=s.title, published=s.published,
-                           fetched_at=s.fetched_at) for s in result.sources],
+                           fetched_at=s.fetched_at, kind=s.kind or "web", path=s.path) for s in result.sources],
         gaps=result.report.gaps, conflicts=result.report.conflicts, problems=result.problems, usage=result.usage,
         limits=result.budget.limits)
 
 
 def build_server(settings: Settings, limits: McpSettings) -> MCPServer:
-    """The MCP server with its five tools, on `settings` and `limits` (fixed for the server's life)."""
+    """The MCP server with its six tools, on `settings` and `limits` (fixed for the server's life)."""
     tools = Tools(settings, limits)
     server: MCPServer = MCPServer("verbatim", title="Verbatim research", instructions=INSTRUCTIONS,
                                   log_level="WARNING")
@@ -437,7 +465,9 @@ def build_server(settings: Settings, limits: McpSettings) -> MCPServer:
         "Research a question on the web and return a report whose every claim cites a finding, each finding a "
         "verbatim quote located in a page this run fetched, with its source; plus gaps, conflicts, problems, usage "
         "and the run id (the run is recorded; get_run reads it again). Sends progress notifications when the "
-        "request carries a progress token. Budget presets on this server: " + describe_presets(tools.cap) + "."))
+        "request carries a progress token. With docs, it researches one of the server's documents folders by name "
+        "(a quote from a file cites its path, and its page or heading). Budget presets on this server: "
+        + describe_presets(tools.cap) + "."))
     add(tools.fetch_page, name="fetch_page", annotations=reading, description=(
         "Fetch one page through the guarded fetcher (http and https to public addresses only; redirects re-checked; "
         "size and time capped) and extract its title, date and text. A refused or failed fetch is a tool error "
@@ -446,6 +476,10 @@ def build_server(settings: Settings, limits: McpSettings) -> MCPServer:
         "One web search through the server's configured provider: titles, URLs, snippets and dates."))
     add(tools.list_runs, name="list_runs", annotations=stored, description=(
         "The recorded research runs, newest first: id, date, question, mode, status and cost."))
+    add(tools.list_documents, name="list_documents", annotations=stored, description=(
+        "What one of the server's documents folders holds, by name: each indexed file (path, kind, title, date, "
+        "pages), each file that could not be read with its reason. Folders on this server: "
+        + (", ".join(sorted(tools.folders)) or "none") + "."))
     add(tools.get_run, name="get_run", annotations=stored, description=(
         "One recorded run by id: its status and limits, and once finished its report, findings with quotes and "
         "sources."))

@@ -103,8 +103,8 @@ class RecordedPages:
     def load(self, url: str, phase: Phase) -> Loaded:
         recorded = self._tape.fetch(url)
         if recorded is not None:
-            if recorded.charged and self._budget is not None:
-                self._budget.book_unit("fetches")
+            if recorded.charged and self._budget is not None:  # a file of a documents folder is a document read
+                self._budget.book_unit("documents" if recorded.result.document is not None else "fetches")
             return Loaded(recorded.result.model_copy(update={"url": url}), recorded.charged, replayed=True)
         if self._tape.web_offline:
             return Loaded(failed(url, "network", "the recording being replayed has no fetch of this URL"), False,

@@ -34,6 +34,7 @@ from pipeline.core.event_types import (
     ModelRequestEvent,
     ModelResponseEvent,
     SearchEvent,
+    StepEvent,
 )
 from pipeline.core.events import redact
 from pipeline.core.notebook import PresetIds
@@ -41,11 +42,12 @@ from pipeline.core.schema import FetchResult, SearchResult, Usage
 from pipeline.core.untrusted import without_nonces
 from pipeline.core.urls import url_key
 from pipeline.store.base import RunStore, StoredEvent
+from pipeline.web import docs_pages
 
 C = TypeVar("C")
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 # The kinds of event a tape is built from.
-TAPE_KINDS = ("model_request", "model_response", "model_error", "search", "fetch", "assigned")
+TAPE_KINDS = ("model_request", "model_response", "model_error", "search", "fetch", "assigned", "step")
 
 
 class TapeMode(StrEnum):
@@ -116,6 +118,7 @@ class Tape:
         self.ids = PresetIds()
         self.calculation_ids: dict[tuple[str, str | None], str] = {}
         self.provider: str | None = None
+        self.notices: list[str] = []  # the documents folder's refusal notice, as the run reported it
         self.served = 0
         self.missed: list[str] = []
         self.diverged: list[str] = []
@@ -178,6 +181,8 @@ class Tape:
                         self._redirected[url_key(result.final_url)].append(call)
                 case AssignedEvent():
                     self._preset(e)
+                case StepEvent(name=docs_pages.NOTICE_STEP, errors=[*notices]):
+                    self.notices.extend(notices)
 
     def _preset(self, e: AssignedEvent) -> None:
         if e.what == "source":

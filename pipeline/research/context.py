@@ -12,7 +12,7 @@ from pipeline.core.event_types import AssignedEvent
 from pipeline.core.events import EventSink, NullSink
 from pipeline.core.ids import CALCULATION, fresh_id
 from pipeline.core.notebook import Notebook
-from pipeline.core.schema import Calculation, RunStats
+from pipeline.core.schema import Calculation, Problem, RunStats
 from pipeline.core.urls import url_key
 from pipeline.models.base import ModelClient
 from pipeline.web.fetch import Fetcher
@@ -131,6 +131,9 @@ class RunContext:
     calculations: CalculationLog = field(default_factory=CalculationLog)
     stats: StatsCounter = field(default_factory=StatsCounter)
     offered: OfferedUrls = field(default_factory=OfferedUrls)
+    # Known before the steps run and reported with the result, without making the run partial: the files of the
+    # documents folder that could not be read.
+    notices: list[Problem] = field(default_factory=list)
 
     @property
     def lead_model(self) -> str:

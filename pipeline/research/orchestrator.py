@@ -11,7 +11,15 @@ from typing import Any
 
 from pipeline.config import Settings
 from pipeline.core.budget import Budget
-from pipeline.core.event_types import Event, FetchEvent, InternalErrorEvent, SearchEvent, SessionEvent, TapeEvent
+from pipeline.core.event_types import (
+    Event,
+    FetchEvent,
+    InternalErrorEvent,
+    SearchEvent,
+    SessionEvent,
+    StepEvent,
+    TapeEvent,
+)
 from pipeline.core.events import EventSink, FanOut, NullSink
 from pipeline.core.notebook import Notebook
 from pipeline.core.schema import Finding, Plan, Problem, RunOptions, RunResult, RunStatus
@@ -28,7 +36,10 @@ from pipeline.research.steps.analyse import Analysis
 from pipeline.store.base import RunRecorder, RunStore, StoreError
 from pipeline.store.sql import settings_secrets
 from pipeline.web.corpus import Corpus
+from pipeline.web.docs_index import DocsIndex
+from pipeline.web.docs_pages import NOTICE_STEP, notice_problem, refused_notice, searches_web, with_documents
 from pipeline.web.fetch import Fetcher, PageLoader, WebPages
+from pipeline.web.folder import folder_root
 from pipeline.web.search.anthropic import AnthropicWebSearch
 from pipeline.web.search.service import Searcher, SearchProvider, SearchService, make_provider
 
@@ -142,12 +153,23 @@ def build_context(settings: Settings, options: RunOptions, events: EventSink, *,
         name = tape.provider or settings.search_provider
         provider = (AnthropicWebSearch(llm.server_web_search, errors=(LLMError,)) if name == "anthropic"
                     else RecordedProvider(name))
-    provider = provider or make_provider(settings, server_web_search=llm.server_web_search,
-                                         model_errors=(LLMError,))
+    def web_search() -> SearchProvider:
+        return make_provider(settings, server_web_search=llm.server_web_search, model_errors=(LLMError,))
+
+    live = not (tape is not None and tape.web_offline)
     # The frozen web: with the corpus provider, pages come only from the saved copies.
-    corpus = (Corpus.open(settings.corpus_dir) if settings.search_provider == "corpus"
-              and not (tape is not None and tape.web_offline) else None)
+    corpus = (Corpus.open(settings.corpus_dir) if settings.search_provider == "corpus" and live
+              and searches_web(settings) else None)
     pages: PageLoader = WebPages(settings, budget=budget, corpus=corpus)
+    notices = tape.notices if tape is not None and not live else []
+    if settings.docs_dir is not None and live:  # the user's own files, alone or beside the web
+        docs = DocsIndex.open(settings.docs_dir, settings)
+        docs_provider, pages = with_documents(docs, settings, budget, web_search, pages)
+        provider = provider or docs_provider
+        notices = refused_notice(docs)
+        for notice in notices:  # recorded, so a replay reports it as the run did
+            events.emit(StepEvent(name=NOTICE_STEP, status="refused", errors=[notice]))
+    provider = provider or web_search()
     search: Searcher = SearchService(provider, budget, events)
     if tape is not None:
         pages = RecordedPages(tape, pages, budget)
@@ -157,7 +179,7 @@ def build_context(settings: Settings, options: RunOptions, events: EventSink, *,
     calculations = CalculationLog(events=events, preset=tape.calculation_ids if preset and tape else None)
     return RunContext(settings=settings, llm=llm, budget=budget, notebook=notebook, search=search,
                       fetcher=Fetcher(settings, events=events, loader=pages), events=events,
-                      calculations=calculations)
+                      calculations=calculations, notices=[notice_problem(n) for n in notices])
 
 
 def new_run_id() -> str:
@@ -181,6 +203,8 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
     options = options or RunOptions()
     if tape is None and options.first_search is None:  # recorded as run; a replayed run keeps its recorded choice
         options = options.model_copy(update={"first_search": "code"})
+    if tape is None and settings.docs_dir is not None:
+        options = options.model_copy(update={"docs": str(folder_root(settings.docs_dir))})
     tally = FetchTally()
     run_id = run_id or new_run_id()
     question = " ".join(question.split())
@@ -291,7 +315,8 @@ def _result(run_id: str, question: str, options: RunOptions, settings: Settings,
         models=run_models(settings, options.mode), status=status, plan=so_far.plan, sources=ctx.notebook.sources(),
         findings=_as_passed_on(ctx, so_far.analysis), rejected=ctx.notebook.rejected(),
         calculations=ctx.calculations.all(), report=so_far.report,
-        stats=ctx.stats.snapshot(), problems=so_far.problems, budget=ctx.budget.state(), usage=ctx.budget.used(),
+        stats=ctx.stats.snapshot(), problems=[*so_far.problems, *ctx.notices], budget=ctx.budget.state(),
+        usage=ctx.budget.used(),
         timings=timings,
     )
 

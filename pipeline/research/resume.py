@@ -13,6 +13,7 @@ from pipeline.research.context import RunContext
 from pipeline.research.orchestrator import research
 from pipeline.research.preflight import require_run_access
 from pipeline.store.base import RUNNING, RunRow, RunStore
+from pipeline.web.docs_pages import DocsSearch, provider_name
 
 
 class NotResumable(RuntimeError):
@@ -47,9 +48,15 @@ def prepare(store: RunStore, run_id: str, settings: Settings) -> Resumption:
         raise NotResumable(f"run {row.id} is still running (process {row.pid} on {row.host}); stop it first, or "
                            "wait for it to finish")
     tape = Tape.from_store(store, row.id, TapeMode.RESUME)
-    if tape.provider and tape.provider != settings.search_provider:  # recorded searches belong to it
+    if row.run_options.docs is not None:  # the documents folder it researched, read again
+        settings = settings.model_copy(update={"docs_dir": row.run_options.docs})
+    if tape.provider and tape.provider != provider_name(settings):  # recorded searches belong to it
+        web = tape.provider.removeprefix(f"{DocsSearch.name}+")
+        if web == DocsSearch.name:
+            raise ConfigError(f"run {row.id} searched its documents folder only; resume it with "
+                              "RESEARCH_SEARCH_PROVIDER unset")
         raise ConfigError(f"run {row.id} searched with {tape.provider}; resume it with "
-                          f"RESEARCH_SEARCH_PROVIDER={tape.provider} (and that provider's key or URL)")
+                          f"RESEARCH_SEARCH_PROVIDER={web} (and that provider's key or URL)")
     settings = recorded_models(settings, row)
     require_run_access(settings, row.run_options.mode)
     return Resumption(row, tape, settings)

@@ -45,6 +45,7 @@ from pipeline.core.urls import url_key
 from pipeline.web.documents import Document
 from pipeline.web.extract import ExtractionError
 from pipeline.web.fetch import SavedPage
+from pipeline.web.fts import TABLES, add_text, hits
 from pipeline.web.search.base import SearchFailed
 from pipeline.web.workers import default_pool
 
@@ -53,13 +54,6 @@ _FIX = "RESEARCH_CORPUS_DIR to another folder of saved pages"
 SETTINGS = "corpus.json"
 INDEX = ".index.sqlite"
 INDEX_VERSION = "4"  # bump when what is indexed changes, so existing indexes are rebuilt
-TITLE_WEIGHT = 5.0
-# Snippets come from the first LEAD_CHARS of a page only, held in a table of their own: FTS5's snippet() walks
-# every instance of every query term in the row, so on a page that repeats a common word one search took 23 s
-# (60,000 "the"), and still 6 s with the lead as a column of the same row. Ranking reads the whole body.
-LEAD_CHARS = 20_000
-MAX_QUERY_TERMS = 32
-_WORD = re.compile(r"\w+")
 
 
 class ManifestEntry(BaseModel):
@@ -144,12 +138,6 @@ def _fingerprint(root: Path, manifest: bytes, entries: list[ManifestEntry]) -> s
     return digest.hexdigest()
 
 
-def _fts_query(query: str) -> str | None:
-    # Every term is quoted, so FTS5 operators (AND, NEAR, *, ^, column:) in a query are plain words.
-    terms = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))[:MAX_QUERY_TERMS]
-    return " OR ".join(f'"{t}"' for t in terms) or None
-
-
 class Corpus:
     """Saved pages: get(url) serves the saved bytes, search(query, n) ranks them by BM25 (title weighted)."""
 
@@ -204,24 +192,10 @@ class Corpus:
         """Up to `n` pages best matching the words of `query` (BM25, title weighted); [] when nothing matches."""
         if not self.searchable:
             raise ValueError("this corpus was opened without its search index (searchable=False)")
-        match = _fts_query(query)
-        if match is None or n < 1:
-            return []
-        sql = (f"SELECT p.id, p.url, p.title, p.published FROM docs JOIN pages p ON p.id = docs.rowid "
-               f"WHERE docs MATCH ? ORDER BY bm25(docs, {TITLE_WEIGHT}, 1.0) LIMIT ?")
         with self._lock:
-            rows = self._db.execute(sql, (match, n)).fetchall()
-            snippets = [self._snippet(page_id, match) for page_id, *_ in rows]
-        return [SearchResult(title=title or url, url=url, snippet=" ".join(snippet.split()), published=published)
-                for (_, url, title, published), snippet in zip(rows, snippets, strict=True)]
-
-    def _snippet(self, page_id: int, match: str) -> str:
-        """About 32 words of the page's lead around the query's terms, else the lead's first words."""
-        row = self._db.execute("SELECT snippet(leads, 0, '', '', '…', 32) FROM leads WHERE leads MATCH ? AND "
-                               "rowid = ?", (match, page_id)).fetchone()
-        if row is None:
-            row = self._db.execute("SELECT substr(lead, 1, 240) FROM leads WHERE rowid = ?", (page_id,)).fetchone()
-        return str(row[0]) if row and row[0] else ""
+            found = hits(self._db, "pages", "url", query, n)
+        return [SearchResult(title=h.title or h.key, url=h.key, snippet=h.snippet, published=h.published)
+                for h in found]
 
     def close(self) -> None:
         with self._lock:
@@ -296,9 +270,7 @@ def _fill(db: sqlite3.Connection, root: Path, entries: list[ManifestEntry], fing
     db.executescript("""
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
         CREATE TABLE pages (id INTEGER PRIMARY KEY, url TEXT NOT NULL, title TEXT, published TEXT);
-        CREATE VIRTUAL TABLE docs USING fts5(title, body, tokenize = 'unicode61 remove_diacritics 2');
-        CREATE VIRTUAL TABLE leads USING fts5(lead, tokenize = 'unicode61 remove_diacritics 2');
-    """)
+    """ + TABLES)
     seen: set[str] = set()
     firsts: list[ManifestEntry] = []
     for entry in entries:
@@ -310,8 +282,8 @@ def _fill(db: sqlite3.Connection, root: Path, entries: list[ManifestEntry], fing
                                                        strict=True):
             page_id = db.execute("INSERT INTO pages (url, title, published) VALUES (?, ?, ?)",
                                  (entry.url, title, published)).lastrowid
-            db.execute("INSERT INTO docs (rowid, title, body) VALUES (?, ?, ?)", (page_id, title or "", text))
-            db.execute("INSERT INTO leads (rowid, lead) VALUES (?, ?)", (page_id, text[:LEAD_CHARS]))
+            assert page_id is not None
+            add_text(db, page_id, title, text)
     db.execute("INSERT INTO meta VALUES ('fingerprint', ?)", (fingerprint,))
     db.commit()
 

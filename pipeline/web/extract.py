@@ -36,10 +36,13 @@ import trafilatura
 from htmldate import find_date
 from lxml import etree
 from lxml.etree import ParserError
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from trafilatura.utils import load_html
 
+from pipeline.core.schema import HeadingMark, PageMark
 from pipeline.web.flatten import flatten
+from pipeline.web.headings import headings_in
+from pipeline.web.pdf_worker import PAGE_BREAK
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # Invisible to a reader, legible to a model: Unicode tag characters (a hidden second text) and bidi controls
@@ -80,6 +83,9 @@ class Extracted(BaseModel):
     published: str | None = None
     truncated: bool = False  # a PDF read only up to its page limit or its CPU budget
     truncated_reason: str | None = None  # where and why the text stops early, in one line
+    pages: list[PageMark] = Field(default_factory=list)  # a PDF's page starts in `text`
+    headings: list[HeadingMark] = Field(default_factory=list)  # a document's headings, when asked for (outline)
+    warnings: list[str] = Field(default_factory=list)  # what was left out, one line each ("page 3 could not ...")
 
 
 class ExtractionError(Exception):
@@ -227,20 +233,23 @@ def _prose_share(text: str) -> float:
     return sum(n for n in sizes if n >= _PARAGRAPH) / max(1, sum(sizes))
 
 
-def extract_html(html: str, url: str | None = None) -> Extracted:
+def extract_html(html: str, url: str | None = None, *, outline: bool = False) -> Extracted:
     """Main text, title and publication date of a decoded HTML page; ExtractionError when it holds no text.
 
     One page at a time in a process: trafilatura parses with one module-level lxml parser, and two threads
     parsing with it at once corrupted the heap ("double free", the process aborted). Fetches read pages in
     parallel across worker processes (workers.py), each single-threaded, where this lock is never contended; it
-    guards callers that extract in their own process (benchmarks, tests).
+    guards callers that extract in their own process (benchmarks, tests). With `outline`, the h1-h6 headings
+    that the text holds are marked.
     """
     with _LXML:
-        return _extract_html(html, url)
+        return _extract_html(html, url, outline)
 
 
-def _extract_html(html: str, url: str | None) -> Extracted:
+def _extract_html(html: str, url: str | None, outline: bool) -> Extracted:
     tree = _prepare(_parse(html))
+    found = [(int(h.tag[1]), " ".join(h.text_content().split()))
+             for h in tree.iter("h1", "h2", "h3", "h4", "h5", "h6")] if outline else []
     doc = _trafilatura(tree, url)
     text = _clean(str(doc.get("text") or ""))
     # No reading holds more than the page's text (JSON-LD included): when that is not a few times the text
@@ -256,7 +265,9 @@ def _extract_html(html: str, url: str | None) -> Extracted:
     title = str(doc.get("title") or "").strip() or _title_of(tree)
     # trafilatura's metadata step already ran htmldate on this tree; run it ourselves only when that step did not.
     published = str(doc["date"]) if doc.get("date") else (None if doc else _date_of(tree, url))
-    return Extracted(title=title, text=text, published=published)
+    headings = headings_in(text, found) if outline else []
+    return Extracted(title=title or next((t for _, t in found if t), None), text=text, published=published,
+                     headings=headings)
 
 
 def extract_text_plain(text: str) -> Extracted:
@@ -309,10 +320,18 @@ def pdf_extracted(answer: dict[str, object]) -> Extracted:
     """The Extracted of a PDF from pdf_worker.extract's answer: cleaned, and refused when empty or garbled."""
     if not answer.get("ok"):
         raise ExtractionError(str(answer.get("error") or "PDF extraction failed"))
-    text = _clean(str(answer.get("text") or ""))
+    ocr_pages = {int(n) for n in answer.get("ocr_pages") or []}  # type: ignore[attr-defined]
+    text, pages = _cleaned_pages(str(answer.get("text") or ""), answer.get("page_starts"), ocr_pages)
+    warnings = [str(w) for w in answer.get("warnings") or []]  # type: ignore[attr-defined]
     if not text:
         if answer.get("truncated"):  # nothing read before the budget ran out: say so, not "no text"
             raise ExtractionError(f"the PDF yielded no text before extraction was cut short ({answer.get('reason')})")
+        if answer.get("image_pages") and answer.get("ocr"):
+            raise ExtractionError("the PDF has no text layer (its pages are scanned images), and OCR (tesseract) "
+                                  "read no text in them")
+        if answer.get("image_pages"):
+            raise ExtractionError("the PDF has no text layer (its pages are scanned images); reading them needs OCR "
+                                  "(tesseract-ocr), which this installation does not run")
         raise ExtractionError("the PDF has no extractable text (it may be scanned images)")
     share = garbled_share(text)
     if share > GARBLED_LIMIT:
@@ -320,7 +339,26 @@ def pdf_extracted(answer: dict[str, object]) -> Extracted:
                               "meaning (its fonts have no Unicode map), so nothing in it can be quoted")
     return Extracted(title=str(answer.get("title") or "") or None, text=text,
                      published=str(answer.get("published") or "") or None, truncated=bool(answer.get("truncated")),
-                     truncated_reason=str(answer.get("reason") or "") or None)
+                     truncated_reason=str(answer.get("reason") or "") or None, pages=pages, warnings=warnings)
+
+
+def _cleaned_pages(raw: str, starts: object, ocr_pages: set[int] | None = None) -> tuple[str, list[PageMark]]:
+    """The PDF's text cleaned page by page (so each page's start stays exact), and where each page with text begins
+    (marked when OCR read it).
+
+    `starts` is pdf_worker's [[page, offset], ...] into `raw`, whose pages are joined by PAGE_BREAK.
+    """
+    if not isinstance(starts, list) or not starts:
+        return _clean(raw), []
+    texts, pages, at = [], [], 0
+    ends = [int(offset) for _, offset in starts[1:]] + [len(raw) + len(PAGE_BREAK)]
+    for (page, offset), end in zip(starts, ends, strict=True):
+        piece = _clean(raw[int(offset):end - len(PAGE_BREAK)])
+        if piece:
+            pages.append(PageMark(page=int(page), start=at, ocr=int(page) in (ocr_pages or set())))
+            texts.append(piece)
+            at += len(piece) + len(PAGE_BREAK)
+    return PAGE_BREAK.join(texts), pages
 
 
 # Text from fonts with no Unicode map comes out as glyph names ("/G21", "g0123", "(cid:12)", "/uni0041") or as

@@ -3,7 +3,8 @@
 Run as `python -m pipeline.web.extract_worker --max-memory-mb M` by pipeline/web/workers.py. Framing: the worker
 first writes {"ready": true, "pid": N} once its imports are done; then, for each task, it reads one JSON line
 (the Document without its body, plus "size" and the task's budgets) followed by exactly "size" body bytes, and
-writes {"ok": true, title, text, published, truncated, reason, cpu} or {"ok": false, "kind": "unreadable" |
+writes {"ok": true, title, text, published, truncated, reason, cpu, and for documents pages, headings and
+warnings when there are any} or {"ok": false, "kind": "unreadable" |
 "too_slow" | "memory", "error", cpu}. After a "too_slow" or "memory" answer it exits: the library was stopped
 mid-call and its state is not trusted; the pool starts a fresh worker.
 
@@ -26,7 +27,7 @@ import sys
 import time
 from typing import Any, BinaryIO
 
-from pipeline.web.documents import Document, read_document
+from pipeline.web.documents import PDF_MAX_PAGES, Document, read_document
 from pipeline.web.extract import ExtractionError
 from pipeline.web.pdf_worker import CpuBudget, _OutOfTime
 
@@ -50,7 +51,7 @@ def run_task(header: dict[str, Any], body: bytes) -> dict[str, Any]:
     """One task's answer; "retire" is set when the worker must exit after sending it."""
     started = time.process_time()
     doc = Document(kind=header["kind"], body=body, url=header["url"], charset=header.get("charset"),
-                   truncated=bool(header.get("truncated")))
+                   truncated=bool(header.get("truncated")), outline=bool(header.get("outline")))
     cpu = float(header["cpu_seconds"])
     pdf_cpu, pdf_page_cpu = float(header["pdf_cpu_seconds"]), float(header["pdf_page_cpu_seconds"])
     _limit_cpu(pdf_cpu + cpu if doc.kind == "pdf" else cpu)
@@ -58,12 +59,14 @@ def run_task(header: dict[str, Any], body: bytes) -> dict[str, Any]:
     try:
         if doc.kind == "pdf":  # the PDF reader keeps its own timer, page by page
             got = read_document(doc, pdf_cpu_seconds=pdf_cpu, pdf_page_cpu_seconds=pdf_page_cpu,
-                                max_text_chars=int(header["max_text_chars"]))
+                                max_text_chars=int(header["max_text_chars"]),
+                                pdf_max_pages=int(header.get("pdf_max_pages") or PDF_MAX_PAGES))
         else:
             with CpuBudget(cpu).step():
                 got = read_document(doc, max_text_chars=int(header["max_text_chars"]))
         answer = {"ok": True, "title": got.title, "text": got.text, "published": got.published,
-                  "truncated": got.truncated, "reason": got.truncated_reason}
+                  "truncated": got.truncated, "reason": got.truncated_reason,
+                  **got.model_dump(include={"pages", "headings", "warnings"}, exclude_defaults=True)}
     except _OutOfTime:
         answer = {"ok": False, "kind": "too_slow", "error": f"the page needed more than {cpu:g} s of CPU to read",
                   "retire": True}

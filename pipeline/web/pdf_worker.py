@@ -1,7 +1,9 @@
 """Child process for extract_pdf: PDF bytes on stdin -> one JSON object on stdout.
 
-The object is {ok: true, title, text, published, pages, truncated, reason} or {ok: false, error}; `reason` says
-why the text stops early (the page limit, or the CPU budget and the page where it ran out), null when it does not.
+The object is {ok: true, title, text, published, pages, truncated, reason, page_starts, warnings, image_pages,
+ocr_pages, ocr} or {ok: false, error}; `reason` says why the text stops early (the page limit, or the CPU budget and
+the page where it ran out), null when it does not. A page with no text layer but images is read by OCR when Debian's
+tesseract-ocr is installed (and RESEARCH_OCR is not "off"): `ocr_pages` lists those pages, `ocr` says OCR was on.
 
 Run as `python -m pipeline.web.pdf_worker --max-pages N --max-memory-mb M --cpu-seconds S --page-cpu-seconds P`.
 The limits are set here, in the child, before pypdf is imported: setting them from the parent (preexec_fn) is
@@ -19,15 +21,23 @@ import argparse
 import io
 import json
 import math
+import os
 import re
+import shutil
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 _PDF_DATE = re.compile(r"^D?:?(\d{4})(\d{2})?(\d{2})?")
+# Wall time for tesseract on one page's images: it runs as a child of this process, outside this process's CPU timer
+# (RLIMIT_CPU and RLIMIT_AS are inherited, so it is bounded all the same).
+OCR_SECONDS = 60.0
 _GRACE_SECONDS = 2  # CPU time past the budget before RLIMIT_CPU ends the process: enough to write the answer
 
 
@@ -105,7 +115,11 @@ def extract(data: bytes, max_pages: int, cpu_seconds: float = math.inf,
     from pypdf.errors import DependencyError, DeprecationError, PdfReadError
 
     budget = CpuBudget(cpu_seconds)
-    texts: list[str] = []
+    texts: list[tuple[int, str]] = []
+    warnings: list[str] = []
+    image_pages: list[int] = []
+    ocr_pages: list[int] = []
+    tool = ocr_tool()
     reason = None
     try:
         try:
@@ -128,13 +142,14 @@ def extract(data: bytes, max_pages: int, cpu_seconds: float = math.inf,
             whole = budget.left()
             try:
                 with budget.step(page_cpu_seconds):
-                    text = reader.pages[i].extract_text() or ""
+                    text = _page_text(reader.pages[i], i + 1, warnings, image_pages, ocr_pages, tool)
             except _OutOfTime:  # the page's text, whole or not, is left out: the reason names this page
                 spent = (f"that page alone needed more than {page_cpu_seconds:g} s of CPU time"
                          if page_cpu_seconds < whole else f"the document's CPU budget of {cpu_seconds:g} s ran out")
                 reason = f"stopped at page {i + 1} of {total}: {spent}"
                 break
-            texts.append(text.strip())
+            if text:
+                texts.append((i + 1, text))
     except MemoryError:
         return {"ok": False, "error": "the PDF needed more memory than allowed"}
     except DependencyError as e:  # e.g. an image filter or AES decryption that needs an optional library
@@ -147,8 +162,75 @@ def extract(data: bytes, max_pages: int, cpu_seconds: float = math.inf,
         return {"ok": False, "error": _one_line(f"the PDF could not be read ({type(e).__name__}: {e})")}
     if reason is None and total > max_pages:
         reason = f"read the first {max_pages} of {total} pages (the page limit)"
-    return {"ok": True, "title": title, "text": "\n\n".join(t for t in texts if t), "published": published,
-            "pages": total, "truncated": reason is not None, "reason": reason}
+    starts, at = [], 0
+    for page, text in texts:
+        starts.append([page, at])
+        at += len(text) + len(PAGE_BREAK)
+    return {"ok": True, "title": title, "text": PAGE_BREAK.join(t for _, t in texts), "published": published,
+            "pages": total, "truncated": reason is not None, "reason": reason, "page_starts": starts,
+            "warnings": warnings, "image_pages": image_pages, "ocr_pages": ocr_pages, "ocr": tool is not None}
+
+
+def ocr_tool() -> str | None:
+    """tesseract's path when it is installed and OCR is not turned off (RESEARCH_OCR=off), else None."""
+    if os.environ.get("RESEARCH_OCR", "").strip().lower() == "off":
+        return None
+    return shutil.which("tesseract")
+
+
+def _page_text(page: Any, number: int, warnings: list[str], image_pages: list[int], ocr_pages: list[int],
+               tool: str | None) -> str:
+    """One page's text, stripped; a page pypdf fails on costs that page only (a warning names it), and a page
+    with no text but an image is read by OCR when tesseract is there (noted), else noted as needing it."""
+    try:
+        text = (page.extract_text() or "").strip()
+    except MemoryError:
+        raise
+    except Exception as e:  # a library's failure on one page's odd content: that page is left out, named
+        warnings.append(_one_line(f"page {number} could not be read ({type(e).__name__}: {e})"))
+        return ""
+    if text or not _has_images(page):
+        return text
+    if tool is None:
+        image_pages.append(number)
+        warnings.append(f"page {number} has no text layer (a scanned image?); OCR (tesseract-ocr) is not run")
+        return ""
+    text = _ocr(page, tool)
+    if text:
+        ocr_pages.append(number)
+        warnings.append(f"page {number} is a scanned image: its text was read by OCR (tesseract)")
+    else:
+        image_pages.append(number)
+        warnings.append(f"page {number} has no text layer, and OCR (tesseract) read no text in its images")
+    return text
+
+
+def _ocr(page: Any, tool: str) -> str:
+    """The text tesseract reads in a page's images, in their order; "" when it reads none (or cannot run)."""
+    read = []
+    with tempfile.TemporaryDirectory(prefix="verbatim-ocr-") as tmp:
+        for k, image in enumerate(page.images):
+            path = os.path.join(tmp, f"{k}.png")
+            try:
+                image.image.save(path, format="PNG")  # decoded here, under this process's CPU and memory limits
+                done = subprocess.run([tool, path, "stdout"], stdin=subprocess.DEVNULL, capture_output=True,
+                                      timeout=OCR_SECONDS, check=False)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                continue
+            if done.returncode == 0:
+                read.append(done.stdout.decode("utf-8", "replace").replace("\f", "\n").strip())
+    return "\n".join(t for t in read if t)
+
+
+def _has_images(page: Any) -> bool:
+    try:
+        objects = page["/Resources"].get_object()["/XObject"].get_object()
+        return any(str(o.get_object().get("/Subtype")) == "/Image" for o in objects.values())
+    except Exception:  # odd resources: not worth failing the page over a note
+        return False
+
+
+PAGE_BREAK = "\n\n"  # between the pages' texts; extract.pdf_extracted splits on the page starts, not on this
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.web.documents import MAX_TEXT_CHARS, Document
+from pipeline.web.documents import MAX_TEXT_CHARS, PDF_MAX_PAGES, Document
 from pipeline.web.extract import Extracted, ExtractionError, TooCostly, child_env
 
 MAX_WORKERS = 4
@@ -43,6 +43,7 @@ class Limits:
     pdf_page_cpu_seconds: float = 5.0  # one page of a PDF
     max_memory_mb: int = 1024  # a worker's address space
     max_text_chars: int = MAX_TEXT_CHARS
+    pdf_max_pages: int = PDF_MAX_PAGES
 
     def wall_seconds(self, doc: Document, cpu: float) -> float:
         """The wall-clock backstop for a task: only a stuck or starved worker reaches it."""
@@ -138,13 +139,15 @@ class WorkerPool:
         self._idle: list[_Worker] = []
         self._busy: set[_Worker] = set()
 
-    def read(self, doc: Document, costs: list[float] | None = None) -> Extracted:
+    def read(self, doc: Document, costs: list[float] | None = None, *, limits: Limits | None = None) -> Extracted:
         """Title, text and date of `doc`; ExtractionError (TooCostly past a budget) with a one-line reason.
 
-        `costs`, when given, gets the CPU seconds each task took in its worker.
+        `costs`, when given, gets the CPU seconds each task took in its worker; `limits` replace the pool's own for
+        this task (but not its memory limit, which is the worker's).
         """
+        limits = limits or self.limits
         try:
-            return self._read(doc, self.limits.cpu_seconds, costs)
+            return self._read(doc, limits.cpu_seconds, costs, limits)
         except TooCostly as slow:
             size = len(doc.body)
             cut = max(PREFIX_MIN_BYTES, size // PREFIX_SHARE)
@@ -152,12 +155,12 @@ class WorkerPool:
                 raise
             prefix = doc.model_copy(update={"body": doc.body[:cut], "truncated": True})
             try:
-                got = self._read(prefix, self.limits.cpu_seconds / 2, costs)
+                got = self._read(prefix, limits.cpu_seconds / 2, costs, limits)
             except ExtractionError:
                 raise slow from None
             return got.model_copy(update={"truncated": True, "truncated_reason": (
                 f"read the first {cut:,} of {size:,} bytes: the whole page needed more than "
-                f"{self.limits.cpu_seconds:g} s of CPU")})
+                f"{limits.cpu_seconds:g} s of CPU")})
 
     def busy_pids(self) -> list[int]:
         """Process ids of the workers reading a page now (for fault tests and diagnostics)."""
@@ -171,21 +174,23 @@ class WorkerPool:
         for worker in idle:
             worker.close()
 
-    def _read(self, doc: Document, cpu: float, costs: list[float] | None) -> Extracted:
-        limits = self.limits
+    def _read(self, doc: Document, cpu: float, costs: list[float] | None, limits: Limits) -> Extracted:
         header = {"kind": doc.kind, "url": doc.url, "charset": doc.charset, "truncated": doc.truncated,
                   "size": len(doc.body), "cpu_seconds": cpu, "pdf_cpu_seconds": limits.pdf_cpu_seconds,
-                  "pdf_page_cpu_seconds": limits.pdf_page_cpu_seconds, "max_text_chars": limits.max_text_chars}
+                  "pdf_page_cpu_seconds": limits.pdf_page_cpu_seconds, "max_text_chars": limits.max_text_chars,
+                  "outline": doc.outline, "pdf_max_pages": limits.pdf_max_pages}
         answer = self._ask(header, doc.body, limits.wall_seconds(doc, cpu))
         if costs is not None and "cpu" in answer:
             costs.append(float(answer["cpu"]))
         if answer.get("ok"):
             return Extracted(title=answer.get("title"), text=answer["text"], published=answer.get("published"),
-                             truncated=bool(answer.get("truncated")), truncated_reason=answer.get("reason"))
+                             truncated=bool(answer.get("truncated")), truncated_reason=answer.get("reason"),
+                             pages=answer.get("pages") or [], headings=answer.get("headings") or [],
+                             warnings=answer.get("warnings") or [])
         if answer.get("kind") == "too_slow":
             raise TooCostly(f"too_slow: {answer['error']}")
         if answer.get("kind") == "memory":
-            raise TooCostly(f"{answer['error']} ({limits.max_memory_mb} MB)")
+            raise TooCostly(f"{answer['error']} ({self.limits.max_memory_mb} MB)")
         raise ExtractionError(str(answer.get("error") or "the page could not be read"))
 
     def _ask(self, header: dict[str, Any], body: bytes, wall: float) -> dict[str, Any]:

@@ -8,19 +8,27 @@ a model key only the extractive mode (no model) is offered.
 """
 from __future__ import annotations
 
-import streamlit as st
+from pathlib import Path
 
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.uploaded_file_manager import UploadedFile
+
+from pipeline.config import ConfigError
 from pipeline.store.base import StoreError
 from pipeline.store.timeline import load_timeline
+from pipeline.web.docs_index import DocsIndex, Progress
 from ui.access import code_matches, reveals_code, visitor_id
 from ui.components import md_text, show_report
 from ui.jobs import MODES, PRESETS, Job, JobRegistry, preset_label
 from ui.library import mode_label
 from ui.progress import LiveProgress
-from ui.state import access, config, limiter, registry, store
+from ui.state import access, config, limiter, registry, store, upload_gate
+from ui.uploads import ACCEPTED, discard, stage
 from ui.views import report_view
 
 UNLOCKED, RUN = "live_unlocked", "run"
+UNUSED, UNUSED_NOW = "unused_files", "unused_files_now"  # uploaded files a run left out, with why: by run id
 
 cfg = config()
 st.title("Live research")
@@ -112,6 +120,8 @@ def live_page() -> None:
     """The run in the URL, else the interrupted runs and the form to start one."""
     run_id = st.query_params.get(RUN) or ""
     shown = jobs.progress(run_id) if run_id else None
+    for name, reason in st.session_state.get(UNUSED, {}).get(run_id, []):  # the files this session's run left out
+        st.warning(md_text(f"{name} was not used: {reason}"), icon=":material/block:")
     if shown is not None and shown.status == "running":
         st.subheader("Running")
         progress_panel(shown.run_id)
@@ -161,9 +171,18 @@ def live_page() -> None:
     # Outside the form, so that the budget choices below follow the mode picked.
     mode = st.radio("Researcher mode", offer.modes, format_func=MODES.__getitem__, key="mode")
 
+    gate, ctx = upload_gate(), get_script_run_ctx()
+    offer_uploads = gate is not None and gate.installed and ctx is not None
+    if gate is not None and ctx is not None and offer_uploads:
+        gate.grant(ctx.session_id)  # this session entered the code: its uploads are let in
     with st.form("ask"):
         question = st.text_area("Question", max_chars=500, key="question",
                                 placeholder="e.g. What does Qdrant Cloud pricing start at?")
+        uploads = st.file_uploader(
+            "Your documents (optional)", type=[e.lstrip(".") for e in ACCEPTED], accept_multiple_files=True,
+            key="uploads", help=f"PDF, Word, Markdown, HTML or text: {cfg.upload_limits.describe()}. They are read "
+                                "for this run only and removed when it ends; quotes from them cite the file and its "
+                                "page or heading.") if offer_uploads else []
         preset = st.selectbox("Budget", list(PRESETS), index=0, key="preset",
                               format_func=lambda k: preset_label(k, mode),
                               help="Extractive runs cost nothing; the searches and fetches still count."
@@ -174,11 +193,55 @@ def live_page() -> None:
         st.error("Your question contains the access code. Remove it and ask again: questions are saved with their "
                  "report, which anyone with the link can read.", icon=":material/block:")
     elif start:
-        outcome = jobs.start(question or "", mode, preset)
+        docs = read_uploads(uploads or [])
+        if uploads and docs is None:
+            st.stop()
+        outcome = jobs.start(question or "", mode, preset, docs=docs)
         if isinstance(outcome, Job):
+            st.session_state.setdefault(UNUSED, {})[outcome.run_id] = st.session_state.pop(UNUSED_NOW, [])
             st.query_params[RUN] = outcome.run_id
             st.rerun()
         st.error(md_text(outcome.message), icon=":material/block:")
+
+
+def read_uploads(files: list[UploadedFile]) -> Path | None:
+    """The uploaded files staged and read (in the extraction workers), with progress; each file refused is named
+    with its reason. The staged folder, or None (said why) when no file could be used."""
+    if not files:
+        return None
+    bar = st.progress(0.0, text="Saving your files")
+
+    def saved(done: int, total: int) -> None:
+        bar.progress(done / total, text=f"Saved {done} of {total} files")
+
+    def read(p: Progress) -> None:
+        bar.progress(p.done / max(p.total, 1), text=f"Read {p.done} of {p.total} files ({p.failed} could not be read)")
+
+    staged = stage([(f.name, f.getvalue()) for f in files], cfg.uploads_dir, cfg.upload_limits, progress=saved)
+    refused = [(r.name, r.reason) for r in staged.refused]
+    if staged.files:
+        settings = jobs.settings().model_copy(update={"docs_dir": str(staged.folder)})
+        try:
+            index = DocsIndex.open(staged.folder, settings, progress=read)
+        except ConfigError as e:
+            discard(staged.folder, settings.cache_dir)
+            st.error(md_text(f"Your files could not be read: {e}"), icon=":material/error:")
+            return None
+        refused += [(r.path, r.reason) for r in index.refused()]
+        usable = index.stats.files
+        index.close()
+    else:
+        usable = 0
+    bar.empty()
+    st.session_state[UNUSED_NOW] = refused  # shown beside the run once it starts (the page reruns to show it)
+    for name, reason in refused:
+        st.warning(md_text(f"{name} was not used: {reason}"), icon=":material/block:")
+    if not usable:
+        discard(staged.folder, jobs.settings().cache_dir)
+        st.error("None of your files can be read, so the run was not started. Upload PDF, Word, Markdown, HTML or "
+                 "text files within the limits above.", icon=":material/error:")
+        return None
+    return staged.folder
 
 
 try:  # every read of the database below is a StoreError when it is down: one message, never a traceback

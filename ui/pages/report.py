@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui.components import md_text, show_report
+from ui.components import md_text, show_passage, show_report
 from ui.library import mode_label
-from ui.state import config, find_report, library, run_status, store_problem
+from ui.state import config, find_report, library, run_status, store, store_problem
 from ui.views import RESCAN_SECONDS
 
 cfg = config()
@@ -52,4 +52,6 @@ if found is None:
         st.rerun()
     st.stop()
 
+if finding := st.query_params.get("passage", "").strip():  # a document's quote, opened from its citation
+    show_passage(found.rr, finding, store(cfg))
 show_report(found, grading=library(cfg).grading(found.rr.run_id))

@@ -116,12 +116,14 @@ def _candidate(result: SearchResult, rank_: int, seen: int) -> Candidate | None:
         key = normalise_url(result.url)
     except ValueError:
         return None
-    if urlsplit(key).scheme not in ("http", "https"):
+    if urlsplit(key).scheme not in ("http", "https", "doc"):
         return None
     return Candidate(result.url, key, _host(key), rank_, 1, seen)
 
 
 def _host(key: str) -> str:
+    if key.startswith("doc:"):  # each file of a documents folder is a host of its own
+        return key
     host = urlsplit(key).hostname or ""
     return host[4:] if host.startswith("www.") else host
 

@@ -5,6 +5,7 @@ import re
 
 from pipeline.core.budget import Phase
 from pipeline.core.ids import CITATION, FINDING_ID
+from pipeline.core.location import cite
 from pipeline.core.schema import Conflict, Finding, Problem
 from pipeline.models.base import LLMError
 from pipeline.research.context import RunContext
@@ -123,10 +124,12 @@ def cited_finding_ids(markdown_body: str) -> list[str]:
 
 
 def sources_section(markdown_body: str, evidence: Evidence) -> str:
-    """"## Sources" with one bullet per cited finding, in order of first citation; untrusted text rendered inert."""
+    """"## Sources" with one bullet per cited finding, in order of first citation; untrusted text rendered inert. A
+    document is named by its path and the quote's page or heading ("p. 14"); beside documents, a web page says so."""
     findings = {f.id: f for f in evidence.findings}
     sources = {s.id: s for s in evidence.sources}
     fetched = [u for s in evidence.sources for u in (s.url, s.final_url)]  # a quote's other URLs are not linked
+    with_documents = any(s.kind == "document" for s in evidence.sources)  # then each source says which kind it is
     bullets = []
     for fid in cited_finding_ids(markdown_body):
         f = findings.get(fid)
@@ -136,6 +139,12 @@ def sources_section(markdown_body: str, evidence: Evidence) -> str:
         title = inert(defang_bare((src.title if src else None) or "Untitled", fetched))
         url = safe_url(src.final_url) if src else "(source not recorded)"
         published = inert((src.published if src else None) or "undated")
+        if src is not None and src.kind == "document":
+            place = ", ".join(p for p in (inert(src.path or ""), inert(cite(f.location))) if p)
+            url = f"document {place}"
+            published += " (file date)" if src.published_from == "mtime" else ""
+        elif with_documents:
+            url = f"web {url}"
         bullets.append(f'- [{fid}] {title}, {url}, {published}: "{inert(defang_bare(f.quote, fetched))}"')
     return "\n".join(["## Sources", "", *(bullets or ["_No finding was cited._"])]) + "\n"
 
