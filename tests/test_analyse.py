@@ -9,7 +9,8 @@ from typing import Any
 from pipeline.core.schema import BudgetLimits, FetchResult, Plan, SubQuestion
 from pipeline.research.context import RunContext
 from pipeline.research.prompts import load
-from pipeline.research.steps.analyse import analyse, judge_support, propose_findings
+from pipeline.research.steps.analyse import analyse, propose_findings
+from pipeline.research.steps.support import judge_support
 from tests.fakes.anthropic_api import FakeAnthropic, FakeReply, MessagesRequest, reply_json
 from tests.fakes.context import make_context
 from tests.fakes.research_brain import ResearchBrain

@@ -62,9 +62,9 @@ FREE: dict[str, Callable[[Database], object]] = {
 }
 SAYS = {"disk-full": "database or disk is full", "read-only": "readonly database"}
 # The orchestrator step running when the store fails at each point of the run ("fetch": fixed mode's first page).
-# Support judging overlaps the step that records the findings: fixed mode's analyst, tools mode's workers.
+# Support judging overlaps tools mode's workers; fixed mode judges in batches once the analyst is done.
 AT = {"plan": "plan", "fetch": "research", "worker": "research", "analyst": "analyse",
-      "support_judge": {"fixed": "analyse", "tools": "research"}, "writer": "write", "sentence_judge": "write",
+      "support_judge": {"fixed": "judge", "tools": "research"}, "writer": "write", "sentence_judge": "write",
       "result": "result"}
 POINTS = {"fixed": ("plan", "fetch", "analyst", "support_judge", "writer", "sentence_judge", "result"),
           "tools": ("plan", "worker", "support_judge", "writer", "sentence_judge", "result")}

@@ -13,7 +13,9 @@ from markdown_it import MarkdownIt
 
 from pipeline.core.schema import Conflict, Finding, Problem, Report, RunResult, Source
 from ui.render import (
+    _MD,
     Evidence,
+    _plain_text,
     _render,
     markdown_html,
     notes_html,
@@ -307,3 +309,15 @@ def test_text_fragment_encodes_its_syntax_and_shortens_long_quotes() -> None:
     start, end = text_fragment_url("https://e.com/", f"“{long}.”").split(":~:text=")[1].split(",")
     assert unquote(start) == "w0 w1 w2 w3 w4" and unquote(end) == "w25 w26 w27 w28 w29."
     assert text_fragment_url("https://e.com/#:~:text=old", "new words").endswith("#:~:text=new%20words")
+
+
+TITLE_CASES = ["\n \n# Title *x*\nbody", "Title\n===\n\nBody", "Two\nlines\n---\n", "> # quoted\n\n# x",
+               "```\n# a\n\n# b\n```", "    # code\n\n# x", "# A\r\n\r\nB", "- a\n\n  # b", "",
+               "Body first.\n\n# Later heading"]
+
+
+@pytest.mark.parametrize("md", TITLE_CASES)
+def test_the_title_read_from_the_first_block_is_the_whole_report_parse(md: str) -> None:
+    tokens = _MD.parse(md)  # report_title parses only up to the first blank line
+    first = _plain_text(tokens[1].children or []) if tokens and tokens[0].type == "heading_open" else ""
+    assert report_title(run(md)) == (" ".join(first.split()) or run(md).question)

@@ -241,10 +241,12 @@ def test_served_outcomes_are_charged_as_recorded(fakes: Fakes, db_url: str) -> N
     with open_test_store(db_url) as store:
         original = fakes.record(store, "What does Qdrant Cloud pricing start at?", "fixed")
         tape = Tape.from_store(store, original.run_id, TapeMode.REPLAY)
+        row = store.run(original.run_id)
     fakes.close()
     sink = ListSink()
+    assert row is not None and row.run_options.batch_calls  # replayed with the choices it was recorded with
     replayed = research(original.question, Settings(search_provider="brave", lead_model=original.models["lead"]),
-                        options=RunOptions(mode="fixed"), events=sink, tape=tape)
+                        options=row.run_options, events=sink, tape=tape)
     assert replayed.budget == original.budget
     assert tape.summary()["missed"] == 0 and tape.summary()["diverged"] == []
     served = [e for e in sink.of("model_response") if e.payload.get("replayed")]

@@ -59,7 +59,7 @@ def test_events_hold_every_request_and_response_exactly(fakes: Fakes, db_url: st
         row = store.run(result.run_id)
     assert row is not None and row.status == result.status and row.cost_usd == result.usage.cost_usd
     # The recorded options are the ones the run ran with: a new run's first search is made by code.
-    assert row.finished is not None and row.options == RunOptions(mode="tools", first_search="code")
+    assert row.finished is not None and row.options == RunOptions(mode="tools", first_search="code", batch_calls=True)
     sent = sorted(json.dumps(r.body, sort_keys=True) for r in fakes.model.requests)
     answered = sorted(json.dumps(r.response, sort_keys=True) for r in fakes.model.requests)
     assert sorted(json.dumps(e.payload["body"], sort_keys=True) for e in events if e.kind == "model_request") == sent

@@ -141,10 +141,13 @@ def show_grading(summary: BenchSummary, grade: RunGrade) -> None:
             expectations_table(grade)
         else:
             st.caption("This question sets no expectation for this run.")
-        measures = grading_metrics(grade)
-        for start in range(0, len(measures), 5):
-            for col, (label, value, explained) in zip(st.columns(5), measures[start:start + 5], strict=False):
-                col.metric(label, value, help=explained or None)
+        st.markdown(measures_table(grading_metrics(grade)))
+
+
+def measures_table(measures: list[tuple[str, str, str]]) -> str:
+    """(label, value, how it is measured) rows as one Markdown table: one element to send, not a metric apiece."""
+    rows = [f"| {md_text(label)} | {md_text(value)} | {md_text(explained)} |" for label, value, explained in measures]
+    return "\n".join(["| Measure | Value | How it is measured |", "| --- | --- | --- |", *rows])
 
 
 def show_scoreboard(view: BoardView) -> None:

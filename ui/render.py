@@ -31,6 +31,7 @@ from pipeline.research.steps.checks import body_of
 _BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _URL = re.compile(r"https?://[^\s<>\"'\])]+", re.I)
 _CITE = re.compile(rf"\[({CITED_IDS})\]")
+_CONTROL = re.compile(r"[\x00-\x20\x7f]")
 _FRAGMENT_WORDS = 5  # a long quote becomes textStart,textEnd: fewer characters to match exactly
 
 
@@ -68,7 +69,7 @@ class Evidence:
 
 def safe_href(url: str | None) -> str | None:
     """`url` if it is an absolute http(s) URL without credentials, spaces or control characters, else None."""
-    if not url or any(ord(c) <= 32 or ord(c) == 127 for c in url):
+    if not url or _CONTROL.search(url):
         return None
     try:
         parts = urlsplit(url)
@@ -347,17 +348,22 @@ def sources_html(rr: RunResult, evidence: Evidence | None = None) -> str:
     return f'<h3>Sources</h3><ol class="vb-sources">{body}</ol>'
 
 
+_LEADING_BLANKS = re.compile(r"\A(?:[ \t\r]*\n)+")
+_FIRST_BLOCK = re.compile(r"\n[ \t\r]*\n")
+
+
 def report_title(rr: RunResult) -> str:
     """The report's title as plain text (its first block when that is a heading), else the question."""
-    tokens = _MD.parse(rr.report.markdown)
+    # Only the first block can be the title, and it ends at the first blank line: parse no further.
+    tokens = _MD.parse(_FIRST_BLOCK.split(_LEADING_BLANKS.sub("", rr.report.markdown), 1)[0])
     title = _plain_text(tokens[1].children or []) if tokens and tokens[0].type == "heading_open" else ""
     return " ".join(title.split()) or rr.question
 
 
-def report_html(rr: RunResult, *, title: bool = True) -> str:
+def report_html(rr: RunResult, *, title: bool = True, evidence: Evidence | None = None) -> str:
     """The whole report as one inert HTML fragment: styles, the body with citation cards, and the Sources list;
     title=False leaves out a leading heading (the page shows it)."""
-    ev = Evidence.of(rr)
+    ev = evidence or Evidence.of(rr)
     body = _render(_tokens(body_of(rr.report.markdown), title=title), ev, cards=True)
     return f"<style>{STYLE}</style><div class=\"vb-report\">{body}{sources_html(rr, ev)}</div>"
 
@@ -389,9 +395,9 @@ padding:.7rem .85rem;font-weight:400;font-size:.95rem;line-height:1.45;cursor:au
 """
 
 
-def notes_html(rr: RunResult) -> str:
+def notes_html(rr: RunResult, evidence: Evidence | None = None) -> str:
     """Gaps, conflicts (with their findings' citation cards) and the problems left, as inert HTML; "" if none."""
-    ev = Evidence.of(rr)
+    ev = evidence or Evidence.of(rr)
     inline = _Citations(ev, cards=True)
     parts = []
     if rr.report.gaps:

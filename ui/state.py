@@ -1,5 +1,6 @@
-"""Server-wide objects shared by every session (st.cache_resource): the run library, the job registry, the access
-code source and the attempt limiter. Keyed by their configuration, so a changed setting gets a fresh object."""
+"""Server-wide objects shared by every session: the run library (asked for on every view, so kept in a ui/kept.py
+store), and by st.cache_resource the job registry, the access code source and the attempt limiter. Keyed by their
+configuration, so a changed setting gets a fresh object."""
 from __future__ import annotations
 
 import functools
@@ -28,6 +29,7 @@ from ui.access import (
     access_state,
     make_client,
 )
+from ui.kept import Kept
 from ui.library import RunLibrary
 from ui.uploads import UploadGate, UploadLimits, sweep
 from ui.views import ReportView, kept_report_view, report_view
@@ -67,13 +69,13 @@ def config() -> AppConfig:
     return got[0]
 
 
-@st.cache_resource(show_spinner=False)
-def _library(folder: str) -> RunLibrary:
-    return RunLibrary(Path(folder))
+_LIBRARIES: Kept[RunLibrary] = Kept(8)
 
 
 def library(cfg: AppConfig) -> RunLibrary:
-    return _library(str(cfg.benchmark_dir.resolve()))
+    """The run library of the benchmark folder, one per folder and process (a page asks for it several times)."""
+    folder = os.path.abspath(cfg.benchmark_dir)
+    return _LIBRARIES.get(folder, lambda: RunLibrary(Path(folder).resolve()))
 
 
 @st.cache_resource(show_spinner=False)

@@ -1,6 +1,6 @@
 """What the public pages show, computed once per data change and shared by every session: the saved-runs table and
 its mode comparison, each suite's scoreboard tables, and each saved report's rendered HTML and tables. Each is kept
-by st.cache_resource under a content key (the library's generation, a run file's mtime and size), so a page view
+in a ui/kept.py store under a content key (the library's generation, a run file's mtime and size), so a page view
 whose inputs did not change only renders what is kept; ui/costs.py counts each computation. Kept objects are shared
 between sessions: callers read them and never change them."""
 from __future__ import annotations
@@ -12,7 +12,6 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-import streamlit as st
 
 from pipeline.bench.saved import BenchSummary
 from pipeline.core.schema import RunResult
@@ -20,8 +19,9 @@ from pipeline.store.base import RunStore
 from pipeline.store.files import TIMELINE_SUFFIX
 from pipeline.store.timeline import Timeline, load_timeline
 from ui.costs import count
+from ui.kept import Kept
 from ui.library import RunLibrary, RunSummary, Snapshot, mode_label, report_path, summarise
-from ui.render import notes_html, report_html, report_title
+from ui.render import Evidence, notes_html, report_html, report_title
 from ui.scoreboard import Scoreboard, scoreboard, verdict
 
 # How old a look at the saved-runs folder may be on the pages: a new run appears within a second, and a crowd costs
@@ -56,26 +56,34 @@ def runs_by_mode(df: pd.DataFrame) -> pa.Table:
         seconds=("seconds", "mean")).reset_index())
 
 
-def bar_spec(metric: str) -> dict[str, Any]:
-    """A horizontal bar per mode of `metric`: the Vega-Lite spec itself, so no chart library validates it per view."""
-    return {"mark": {"type": "bar"}, "height": 160,
+def bar_spec(metric: str, title: str) -> dict[str, Any]:
+    """A horizontal bar per mode of `metric` under `title`: the Vega-Lite spec itself, so no chart library validates
+    it per view."""
+    return {"title": {"text": title, "anchor": "start"}, "mark": {"type": "bar"}, "height": 160, "width": 200,
             "encoding": {"y": {"field": "mode", "type": "nominal", "title": None, "sort": None},
                          "x": {"field": metric, "type": "quantitative", "title": None},
                          "tooltip": [{"field": "mode", "type": "nominal"},
                                      {"field": metric, "type": "quantitative"}]}}
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
-def _runs_table(folder: str, generation: int, _rows: list[RunSummary],
-                _summaries: Mapping[str, BenchSummary]) -> RunsTable:
+# The modes compared, one chart of a panel per measure: one element to send, not three charts in three columns.
+MODES_CHART: dict[str, Any] = {"hconcat": [bar_spec(metric, title) for metric, title in CHARTS],
+                               "resolve": {"scale": {"x": "independent"}}}
+
+
+_TABLES: Kept[RunsTable] = Kept(4)
+_SUITES: Kept[dict[str, str]] = Kept(4)
+
+
+def _runs_table(rows: list[RunSummary], summaries: Mapping[str, BenchSummary]) -> RunsTable:
     count("runs table built")
-    df = pd.DataFrame([r.model_dump() for r in _rows])
-    df["coverage"] = [r.answered / r.planned if r.planned else 0.0 for r in _rows]
+    df = pd.DataFrame([r.model_dump() for r in rows])
+    df["coverage"] = [r.answered / r.planned if r.planned else 0.0 for r in rows]
     df["covered"] = df.answered.astype(str) + " / " + df.planned.astype(str)
     df["report"] = df.run_id.map(report_path)
-    grades = {(key, g.run_id): verdict(g).text for key, summary in _summaries.items() for g in summary.grades}
-    df["grade"] = [grades.get((r.suite, r.run_id), "") for r in _rows]
-    labels = {r.run_id: f"{r.question[:110]} ({mode_label(r.mode)}, {r.run_id})" for r in _rows}
+    grades = {(key, g.run_id): verdict(g).text for key, summary in summaries.items() for g in summary.grades}
+    df["grade"] = [grades.get((r.suite, r.run_id), "") for r in rows]
+    labels = {r.run_id: f"{r.question[:110]} ({mode_label(r.mode)}, {r.run_id})" for r in rows}
     columns = ["report", "question", "suite", "mode", "models", "date", "status", *(["grade"] if grades else []),
                "findings", "rejected", "covered", "problems", "cost_usd", "seconds"]
     return RunsTable(df=df, graded=bool(grades), columns=columns, listed=arrow(df[columns]),
@@ -85,7 +93,17 @@ def _runs_table(folder: str, generation: int, _rows: list[RunSummary],
 
 def runs_table(lib: RunLibrary, snap: Snapshot) -> RunsTable:
     """The table of the snapshot's rows (there are some), kept until the library changes."""
-    return _runs_table(str(lib.folder), snap.generation, snap.rows, snap.summaries)
+    return _TABLES.get((str(lib.folder), snap.generation), lambda: _runs_table(snap.rows, snap.summaries))
+
+
+def suite_choices(lib: RunLibrary, snap: Snapshot) -> dict[str, str]:
+    """Each graded suite (the one with the most graded runs first: the fullest picture) -> how the picker names it."""
+    def build() -> dict[str, str]:
+        summaries = snap.summaries
+        return {k: f"{summaries[k].suite} (version {summaries[k].version}, corpus {summaries[k].corpus}, "
+                   f"{len(summaries[k].questions) or len({g.question_id for g in summaries[k].grades})} questions)"
+                for k in sorted(summaries, key=lambda k: (-len(summaries[k].grades), k))}
+    return _SUITES.get((str(lib.folder), snap.generation), build)
 
 
 @dataclass(frozen=True)
@@ -109,10 +127,12 @@ def _questions_frame(board: Scoreboard, *, failing_only: bool) -> pd.DataFrame:
     return df
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
-def _board(folder: str, generation: int, suite: str, _summary: BenchSummary, _rows: list[RunSummary]) -> BoardView:
+_BOARDS: Kept[BoardView] = Kept(32)
+
+
+def _board(suite: str, summary: BenchSummary, rows: list[RunSummary]) -> BoardView:
     count("scoreboard built")
-    board = scoreboard(suite, _summary, _rows)
+    board = scoreboard(suite, summary, rows)
     questions = _questions_frame(board, failing_only=False)
     order = ["question", *(["repeat"] if "repeat" in questions else [])]
     for column in board.columns:
@@ -127,7 +147,8 @@ def _board(folder: str, generation: int, suite: str, _summary: BenchSummary, _ro
 
 def board_view(lib: RunLibrary, snap: Snapshot, suite: str) -> BoardView:
     """The scoreboard of `suite` (it has a summary), kept until the library changes."""
-    return _board(str(lib.folder), snap.generation, suite, snap.summaries[suite], snap.rows)
+    return _BOARDS.get((str(lib.folder), snap.generation, suite),
+                       lambda: _board(suite, snap.summaries[suite], snap.rows))
 
 
 @dataclass(frozen=True)
@@ -187,8 +208,10 @@ def report_view(rr: RunResult, timeline: Timeline) -> ReportView:
         "proxy": sq.proxy or "", "premise check": sq.is_premise_check, "queries": " | ".join(sq.queries)}
         for sq in (rr.plan.sub_questions if rr.plan else [])])
     calls, steps = _timeline_frames(timeline)
+    ev = Evidence.of(rr)
     return ReportView(rr=rr, row=summarise(rr, file="", suite=""), title=report_title(rr),
-                      html=report_html(rr, title=False), notes=notes_html(rr), findings=findings, rejected=rejected,
+                      html=report_html(rr, title=False, evidence=ev), notes=notes_html(rr, ev), findings=findings,
+                      rejected=rejected,
                       plan=plan, timeline=timeline, calls=calls, steps=steps)
 
 
@@ -200,13 +223,14 @@ def _stat(path: Path) -> tuple[int, int] | None:
     return st_.st_mtime_ns, st_.st_size
 
 
-@st.cache_resource(show_spinner=False, max_entries=_KEPT)
-def _kept(path: str, signature: tuple[int, int], timeline_signature: tuple[int, int] | None, has_store: bool,
-          _lib: RunLibrary, _store: RunStore | None, run_id: str) -> ReportView | None:
-    rr = _lib.load(run_id)
+_REPORTS: Kept[ReportView | None] = Kept(_KEPT)
+
+
+def _kept(path: Path, lib: RunLibrary, store: RunStore | None, run_id: str) -> ReportView | None:
+    rr = lib.load(run_id)
     if rr is None:
         return None
-    return report_view(rr, load_timeline(rr, Path(path).parent, _store))
+    return report_view(rr, load_timeline(rr, path.parent, store))
 
 
 def kept_report_view(lib: RunLibrary, run_id: str, store: RunStore | None) -> ReportView | None:
@@ -219,5 +243,6 @@ def kept_report_view(lib: RunLibrary, run_id: str, store: RunStore | None) -> Re
         return None
     path, mtime, size = found
     timeline = _stat(path.parent / f"{run_id}{TIMELINE_SUFFIX}")
-    return _kept(str(path), (mtime, size), timeline, store is not None, lib, store, run_id)
+    return _REPORTS.get((str(path), mtime, size, timeline, store is not None, run_id),
+                        lambda: _kept(path, lib, store, run_id))
 

@@ -248,6 +248,9 @@ class RunOptions(_Model):
     # in the worker's first message (one model turn fewer), "model" leaves it to the worker. Unset: a new run takes
     # "code" (research() sets it); a run recorded before the choice existed replays as "model", as it ran.
     first_search: Literal["code", "model"] | None = None
+    # Whether the judges rate several findings or sentences per call (fewer, shorter-prompted requests). Unset: a new
+    # run takes True (research() sets it); a run recorded before the choice existed replays as False, as it ran.
+    batch_calls: bool | None = None
     # The documents folder the run researched (RESEARCH_DOCS_DIR or `run --docs`), recorded so a resume reads it again.
     docs: str | None = Field(None, exclude_if=_unset)
 

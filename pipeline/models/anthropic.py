@@ -92,11 +92,12 @@ class LLM:
         return self._turn(body, phase, purpose)
 
     def structured(self, *, model: str, system: str, messages: list[dict[str, Any]] | str, output: type[T],
-                   max_tokens: int, phase: Phase = Phase.RESEARCH, purpose: str) -> T:
+                   max_tokens: int, phase: Phase = Phase.RESEARCH, purpose: str, cache: bool = True) -> T:
         """A reply validated into `output` via a JSON-schema output format, with one repair retry."""
         convo = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
         fmt = {"format": {"type": "json_schema", "schema": strict_schema(output)}}
-        body = request_body(model=model, system=system, messages=convo, max_tokens=max_tokens, output_config=fmt)
+        body = request_body(model=model, system=system, messages=convo, max_tokens=max_tokens, output_config=fmt,
+                            cache_system=cache)
         reply = self._turn(body, phase, purpose)
         value, problems = parse_structured(reply.text, reply.stop_reason, output)
         if value is not None:
@@ -248,11 +249,12 @@ class AnthropicTransport(MeteredTransport):
 def request_body(*, model: str, system: str, messages: list[dict[str, Any]], max_tokens: int,
                  tools: Sequence[dict[str, Any]] | None = None,
                  tool_choice: dict[str, Any] | None = None,
-                 output_config: dict[str, Any] | None = None) -> dict[str, Any]:
+                 output_config: dict[str, Any] | None = None, cache_system: bool = True) -> dict[str, Any]:
     """The request kwargs, with the static prefix (tools, then system) built byte-identically on every call."""
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": list(messages)}
     if system:
-        body["system"] = [{"type": "text", "text": system, "cache_control": dict(EPHEMERAL)}]
+        marked = {"cache_control": dict(EPHEMERAL)} if cache_system else {}
+        body["system"] = [{"type": "text", "text": system, **marked}]
     if tools:
         # Sorted keys: callers building the same tool dict in a different order must not bust the cache.
         frozen = [{k: v for k, v in json.loads(json.dumps(t, sort_keys=True)).items() if k != "cache_control"}

@@ -123,8 +123,10 @@ class ModelClient(Protocol):
         ...
 
     def structured(self, *, model: str, system: str, messages: list[dict[str, Any]] | str, output: type[T],
-                   max_tokens: int, phase: Phase = Phase.RESEARCH, purpose: str) -> T:
-        """A reply validated into `output`, with one repair retry."""
+                   max_tokens: int, phase: Phase = Phase.RESEARCH, purpose: str, cache: bool = True) -> T:
+        """A reply validated into `output`, with one repair retry. With `cache` False the provider is not asked to
+        cache the system prompt: no later call of the run reads it back, so a cache write would cost more than it
+        saves."""
         ...
 
     def tool_turn(self, *, model: str, system: str, turns: Sequence[Turn], tools: Sequence[dict[str, Any]],

@@ -22,7 +22,7 @@ class NoModel:
         self._refuse()
 
     def structured(self, *, model: str, system: str, messages: list[dict[str, Any]] | str, output: type[T],
-                   max_tokens: int, phase: Phase = Phase.RESEARCH, purpose: str) -> T:
+                   max_tokens: int, phase: Phase = Phase.RESEARCH, purpose: str, cache: bool = True) -> T:
         self._refuse()
 
     def tool_turn(self, *, model: str, system: str, turns: Sequence[Turn], tools: Sequence[dict[str, Any]],

@@ -119,7 +119,7 @@ class OpenAIChat:
         return self._turn(body, phase, purpose)
 
     def structured(self, *, model: str, system: str, messages: list[dict[str, Any]] | str, output: type[T],
-                   max_tokens: int, phase: Phase = Phase.RESEARCH, purpose: str) -> T:
+                   max_tokens: int, phase: Phase = Phase.RESEARCH, purpose: str, cache: bool = True) -> T:
         """A reply validated into `output`, at the strongest structured-output level the endpoint accepts, with one
         repair retry."""
         convo = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)

@@ -9,7 +9,7 @@ from pipeline.core.budget import Phase
 from pipeline.core.schema import Plan, Problem, Report, RunOptions
 from pipeline.models.base import LLMError
 from pipeline.research.context import RunContext
-from pipeline.research.steps.analyse import Analysis, SupportJudging, analyse, propose_findings
+from pipeline.research.steps.analyse import Analysis, analyse, propose_findings
 from pipeline.research.steps.checks import Evidence, check_report
 from pipeline.research.steps.extractive import (
     extractive_report,
@@ -21,6 +21,7 @@ from pipeline.research.steps.extractive import (
 from pipeline.research.steps.plan import make_plan
 from pipeline.research.steps.research import FixedResearch, research_fixed
 from pipeline.research.steps.review import final_report, write_and_review
+from pipeline.research.steps.support import SupportJudging
 from pipeline.research.steps.worker import research_tools, warm_workers
 from pipeline.research.steps.write import NOT_RESEARCHED, no_evidence_report
 from pipeline.research.tools.toolbox import TOOLS
@@ -85,7 +86,11 @@ def model_flow(question: str, ctx: RunContext, options: RunOptions, step: Step, 
     so_far.plan = plan = step("plan", lambda: make_plan(question, ctx, options, so_far.problems))
     if warming is not None:
         warming.join()
-    judging = SupportJudging(ctx, {sq.id: sq.question for sq in plan.sub_questions})  # judges as findings arrive
+    # Judges as findings arrive; batched, fixed mode judges once the analyst is done (no round of its own: the analyst's
+    # calls are one wave), tools mode as before (its workers' later turns would otherwise wait on a round more).
+    batch = bool(options.batch_calls)
+    judging = SupportJudging(ctx, {sq.id: sq.question for sq in plan.sub_questions},
+                             batch=batch and options.mode == "fixed")
     try:
         if options.mode == "fixed":
             by_sq = step("research", lambda: research_fixed(plan, ctx, options))
@@ -105,7 +110,7 @@ def model_flow(question: str, ctx: RunContext, options: RunOptions, step: Step, 
     evidence = _evidence(question, plan, analysis, ctx)
     if analysis.findings:
         outcome = step("write", lambda: write_and_review(question, evidence, analysis.conflicts, ctx,
-                                                         options.review_rounds))
+                                                         options.review_rounds, batch=batch))
         markdown = outcome.markdown
         so_far.problems += outcome.problems
     else:

@@ -43,6 +43,9 @@ from pipeline.web.folder import folder_root
 from pipeline.web.search.anthropic import AnthropicWebSearch
 from pipeline.web.search.service import Searcher, SearchProvider, SearchService, make_provider
 
+# RunOptions left unset by a caller that a new run fills in (a run recorded before a choice existed ran without it).
+NEW_RUN_CHOICES: dict[str, Any] = {"first_search": "code", "batch_calls": True}
+
 
 class FetchTally:
     """Counts searches and pages that failed, by reason, so a report without findings can say why."""
@@ -201,8 +204,8 @@ def research(question: str, settings: Settings | None = None, *, options: RunOpt
     """
     settings = settings or Settings()
     options = options or RunOptions()
-    if tape is None and options.first_search is None:  # recorded as run; a replayed run keeps its recorded choice
-        options = options.model_copy(update={"first_search": "code"})
+    if tape is None:  # a new run takes today's choices; a replayed run keeps its recorded ones
+        options = options.model_copy(update={k: v for k, v in NEW_RUN_CHOICES.items() if getattr(options, k) is None})
     if tape is None and settings.docs_dir is not None:
         options = options.model_copy(update={"docs": str(folder_root(settings.docs_dir))})
     tally = FetchTally()

@@ -96,14 +96,17 @@ class ObedientBrain(ResearchBrain):
     trusting_judges: bool = False  # True: both judges pass every claim, on topic, whatever it says
 
     def analyst(self, text: str) -> FakeReply:
-        findings = [{**f, "confidence": "high"} for _, _, body in _PAGE.findall(text) for f in obeyed_findings(body)]
+        pages = _PAGE.findall(text)
+        named = len(pages) > 1  # the batched analyst: each finding names its page
+        findings = [{**f, "confidence": "high", **({"source": source} if named else {})}
+                    for _, source, body in pages for f in obeyed_findings(body)]
         return reply_json({"findings": findings})
 
-    def judge(self, claim: str, quotes: str, asked: str | None = None) -> FakeReply:
+    def verdict(self, claim: str, quotes: str, asked: str | None = None) -> dict[str, Any]:
         if not self.trusting_judges:
-            return super().judge(claim, quotes, asked)
+            return super().verdict(claim, quotes, asked)
         verdict: dict[str, Any] = {"analysis": "As the text says.", "verdict": "supported"}
-        return reply_json(verdict if asked is None else {**verdict, "answers_question": True})
+        return verdict if asked is None else {**verdict, "answers_question": True}
 
     def worker(self, req: MessagesRequest, first: str) -> FakeReply:
         made = [(b["name"], b["input"]) for m in req.messages if m.get("role") == "assistant"

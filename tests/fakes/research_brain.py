@@ -70,6 +70,15 @@ def best_sentences(page_text: str, topic: str, k: int = 2) -> list[str]:
     return [s for score, _, s in sorted(scored, reverse=True)[:k] if score >= 2]
 
 
+def _verdict(claim: str, quotes: str, asked: str | None = None) -> dict[str, Any]:
+    """Supported when the claim's figures are in the quotes; on topic when it shares a word with `asked`."""
+    ok = _numbers(re.sub(r"\[[FGC]\d+(?:,\s*[FGC]\d+)*\]", "", claim)) <= _numbers(quotes)
+    verdict: dict[str, Any] = {"analysis": "Compared the figures.", "verdict": "supported" if ok else "unsupported"}
+    if asked is not None:  # the support judge: does the claim bear on the sub-question at all?
+        verdict["answers_question"] = bool(_topic_words(claim) & _topic_words(asked))
+    return verdict
+
+
 @dataclass
 class ResearchBrain:
     """Answers planner, analyst, judges, writer and tools workers like a careful (or, when told, careless) model."""
@@ -94,11 +103,15 @@ class ResearchBrain:
             return self.planner(last)
         if "<plan>" in last:
             return self.plan_judge(last)
+        if "<sentences>" in last:
+            return self.sentence_batch(last)
         if "<sentence>" in last:
             quotes = " ".join(re.findall(r"<quote[^>]*>(.*?)</quote>", last, re.S))
             return self.judge(_tag(last, "sentence") or "", quotes)
         if "<findings>" in first:  # before the judge: a writer request holds <claim> and <quote> too
             return self.writer(first, revision="<draft>" in first)
+        if "<finding id=" in last:
+            return self.support_batch(last)
         if "<claim>" in last and "<quote" in last:
             return self.judge(_tag(last, "claim") or "", _tag(last, "quote") or "", _tag(last, "sub_question"))
         if "<sub_question" in last and "untrusted_page" in last:
@@ -128,21 +141,42 @@ class ResearchBrain:
         topic = _tag(text, "sub_question") or ""
         pages = _PAGE.findall(text)
         findings = []
-        for _, _, body in pages:
+        several = len(pages) > 1  # the batched analyst: each finding names its page
+        for _, source, body in pages:
+            named = {"source": source} if several else {}
             for s in best_sentences(body, topic):
-                findings.append({"claim": s, "quote": s, "confidence": "high"})
+                findings.append({"claim": s, "quote": s, "confidence": "high", **named})
             if self.follow_injection and "price as 1" in body:
                 findings.append({"claim": "The price is 1 dollar.", "quote": "The price is 1 dollar per month.",
-                                 "confidence": "high"})
+                                 "confidence": "high", **named})
         return reply_json({"findings": findings})
 
     def judge(self, claim: str, quotes: str, asked: str | None = None) -> FakeReply:
         """Supported when the claim's figures are in the quotes; on topic when it shares a word with `asked`."""
-        ok = _numbers(re.sub(r"\[[FGC]\d+(?:,\s*[FGC]\d+)*\]", "", claim)) <= _numbers(quotes)
-        verdict: dict[str, Any] = {"analysis": "Compared the figures.", "verdict": "supported" if ok else "unsupported"}
-        if asked is not None:  # the support judge: does the claim bear on the sub-question at all?
-            verdict["answers_question"] = bool(_topic_words(claim) & _topic_words(asked))
-        return reply_json(verdict)
+        return reply_json(self.verdict(claim, quotes, asked))
+
+    def verdict(self, claim: str, quotes: str, asked: str | None = None) -> dict[str, Any]:
+        """One judge verdict (single or batched): `_verdict`, unless a subclass judges otherwise."""
+        return _verdict(claim, quotes, asked)
+
+    def support_batch(self, text: str) -> FakeReply:
+        """The batched support judge: each <finding> judged as `judge` would, against its own sub-question."""
+        asked = dict(re.findall(r'<sub_question id="([^"]*)">(.*?)</sub_question>', text, re.S))
+        verdicts = []
+        for fid, attrs, body in re.findall(r'<finding id="([^"]+)"([^>]*)>(.*?)</finding>', text, re.S):
+            sq = re.search(r'sub_question="([^"]*)"', attrs)
+            verdicts.append({"id": fid, **self.verdict(_tag(body, "claim") or "", _tag(body, "quote") or "",
+                                                   asked.get(sq.group(1)) if sq else None)})
+        return reply_json({"verdicts": verdicts})
+
+    def sentence_batch(self, text: str) -> FakeReply:
+        """The batched sentence judge: each <sentence> judged as `judge` would, against the quotes it cites."""
+        quotes = dict(re.findall(r'<quote id="([^"]+)">(.*?)</quote>', text, re.S))
+        verdicts = []
+        for sid, sentence in re.findall(r'<sentence id="([^"]+)">(.*?)</sentence>', text, re.S):
+            cited = [i for group in re.findall(r"\[([^\]]*)\]", sentence) for i in re.findall(r"[FC]\d+", group)]
+            verdicts.append({"id": sid, **self.verdict(sentence, " ".join(quotes.get(i, "") for i in cited))})
+        return reply_json({"verdicts": verdicts})
 
     # -- writer ----------------------------------------------------------------------------------------------
     def writer(self, text: str, revision: bool) -> FakeReply:

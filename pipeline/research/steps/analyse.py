@@ -11,9 +11,9 @@ sentences instead (the extractive selector), marks those findings selected_by_co
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Literal
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel, Field
 
@@ -36,16 +36,14 @@ from pipeline.research.extractive.select import PageText, select_sentences
 from pipeline.research.prompts import load
 from pipeline.research.steps import tags
 from pipeline.research.steps.conflicts import answer_conflicts, find_conflicts
+from pipeline.research.steps.support import Breaker, problems_by_cause
 from pipeline.research.tools.page_view import focus_excerpt
 
 STEP = "analyse"
 MAX_FINDINGS_PER_SOURCE = 6
 FALLBACK_PICKS = 2  # sentences code selects from a page the analyst failed on
 ANALYST_TOKENS = 2000
-JUDGE_TOKENS = 600
-# Failures of one request only (this reply or input was bad); any other kind (server down, budget spent, auth)
-# would fail every remaining call the same way, so those are skipped and reported with the same cause.
-_PER_REQUEST = frozenset({"malformed", "refusal", "context_window", "bad_request"})
+BATCH_PAGES = 3  # pages per batched analyst call: the default pages_per_sub_question, so one call per sub-question
 
 
 class ProposedFinding(BaseModel):
@@ -60,15 +58,14 @@ class ProposedFindings(BaseModel):
     findings: list[ProposedFinding]
 
 
-class Verdict(BaseModel):
-    """A judge's structured output: the analysis is written before the verdict."""
+class SourcedFinding(ProposedFinding):
+    source: str = Field(description='The id of the page the quote was copied from, as in its source="..." marker.')
 
-    analysis: str = Field(description="Claim and quote compared element by element, before the verdict.")
-    verdict: Literal["supported", "partial", "unsupported"]
-    # Defaults to True so verdicts recorded before this field existed still replay.
-    answers_question: bool = Field(True, description=(
-        "False when the claim does nothing to answer the sub-question (for example it answers a question the page "
-        "itself asks); true when it answers it, part of it, or gives context needed to answer it."))
+
+class SourcedFindings(BaseModel):
+    """The batched analyst's structured output: findings from any of the pages; an empty list when none helps."""
+
+    findings: list[SourcedFinding]
 
 
 class Analysis(BaseModel):
@@ -80,22 +77,6 @@ class Analysis(BaseModel):
     problems: list[Problem] = Field(default_factory=list)
 
 
-class _Breaker:
-    """Remembers the first failure that means the model is unreachable, so later calls fail fast with it."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.error: LLMError | None = None
-
-    def trip(self, e: LLMError) -> LLMError:
-        if e.kind not in _PER_REQUEST:
-            with self._lock:
-                self.error = self.error or e
-        return e
-
-
-
-
 def analyst_message(sq: SubQuestion, source_id: str, title: str | None, page_text: str) -> str:
     """The analyst's user message for one source: the sub-question and the relevant part of the page, wrapped."""
     focus = " ".join([sq.question, sq.success_criterion, sq.proxy or "", *sq.queries])
@@ -105,19 +86,31 @@ def analyst_message(sq: SubQuestion, source_id: str, title: str | None, page_tex
             + wrap(excerpt, source_id=source_id, title=title))
 
 
+def batch_message(sq: SubQuestion, pages: list[tuple[str, str | None, str]]) -> str:
+    """The batched analyst's user message: the sub-question, then the relevant part of each (id, title, text) page."""
+    focus = " ".join([sq.question, sq.success_criterion, sq.proxy or "", *sq.queries])
+    return "\n".join([f'<sub_question id="{tags.attr(sq.id)}">{tags.text(sq.question)}</sub_question>',
+                      f"<success_criterion>{tags.text(sq.success_criterion)}</success_criterion>",
+                      *(wrap(focus_excerpt(text, focus)[0], source_id=sid, title=title) for sid, title, text in pages)])
+
+
 def propose_findings(plan: Plan, sources_by_sq: dict[str, list[str]], ctx: RunContext,
                      options: RunOptions | None = None, *,
                      judge: Callable[[list[Finding]], None] | None = None) -> list[Problem]:
-    """Fixed mode: one analyst call per (sub-question, source); every proposal goes through notebook.add_finding.
+    """Fixed mode: one analyst call per (sub-question, source), or with `options.batch_calls` per sub-question and
+    up to BATCH_PAGES of its sources; every proposal goes through notebook.add_finding.
 
-    Returns the problems met (a source the analyst could not read). Each source's new findings are handed to
-    `judge` (SupportJudging.submit) as they arrive. `options` is accepted for the uniform step signature.
+    Returns the problems met (a source the analyst could not read). Each call's new findings are handed to
+    `judge` (SupportJudging.submit) as they arrive.
     """
-    pairs = [(sq, sid) for sq in plan.sub_questions for sid in sources_by_sq.get(sq.id, [])]
-    ctx.events.emit(StepEvent(name=STEP, status="started", part="propose", pairs=len(pairs)))
+    per_call = BATCH_PAGES if options is not None and options.batch_calls else 1
+    units = [(sq, sids[i:i + per_call]) for sq in plan.sub_questions
+             for sids in [sources_by_sq.get(sq.id, [])] for i in range(0, len(sids), per_call)]
+    ctx.events.emit(StepEvent(name=STEP, status="started", part="propose",
+                              pairs=sum(len(sids) for _sq, sids in units)))
     counted: set[str] = set()
     lock = threading.Lock()
-    breaker = _Breaker()
+    breaker = Breaker()
     fallbacks: list[Problem] = []
 
     def keep(result: Finding | RejectedFinding) -> Finding | None:
@@ -133,44 +126,62 @@ def propose_findings(plan: Plan, sources_by_sq: dict[str, list[str]], ctx: RunCo
             ctx.events.emit(FindingEvent(id=result.id, source=result.source, sub_question=result.sub_question))
         return result
 
-    def one(pair: tuple[SubQuestion, str]) -> LLMError | None:
-        sq, sid = pair
-        source = ctx.notebook.resolve_source(sid)
-        if source is None:
-            raise ValueError(f"{sid} is not a source of this run; research_fixed returns only notebook ids")
+    def one(unit: tuple[SubQuestion, list[str]]) -> LLMError | None:
+        sq, sids = unit
+        sources = [ctx.notebook.resolve_source(sid) for sid in sids]
+        if any(s is None for s in sources):
+            raise ValueError(f"{sids} are not all sources of this run; research_fixed returns only notebook ids")
+        pages = [(s.id, s.title, ctx.notebook.text(s.id)) for s in sources if s is not None]
         if breaker.error is not None:
             return breaker.error
         try:
-            proposed = ctx.llm.structured(
-                model=ctx.worker_model, system=load("analyst"),
-                messages=analyst_message(sq, source.id, source.title, ctx.notebook.text(source.id)),
-                output=ProposedFindings, max_tokens=ANALYST_TOKENS, phase=Phase.SYNTHESIS,
-                purpose=f"analyst:{sq.id}:{source.id}")
+            proposed = _proposed(sq, pages, ctx)
         except OutputInvalid as e:
-            kept = [f for f in (keep(r) for r in _selected_by_code(sq, source.id, source.title, ctx)) if f]
-            if judge is not None:
-                judge(kept)
-            with lock:
-                fallbacks.append(_fallback_problem(sq, source.id, e, kept))
+            for sid, title, _text in pages:
+                kept = [f for f in (keep(r) for r in _selected_by_code(sq, sid, title, ctx)) if f]
+                if judge is not None:
+                    judge(kept)
+                with lock:
+                    fallbacks.append(_fallback_problem(sq, sid, e, kept))
             return None
         except LLMError as e:
             return breaker.trip(e)
-        added = [keep(ctx.notebook.add_finding(source=source.id, claim=p.claim, quote=p.quote, sub_question=sq.id,
-                                               confidence=p.confidence))
-                 for p in proposed.findings[:MAX_FINDINGS_PER_SOURCE]]
+        taken: Counter[str] = Counter()
+        added = []
+        for p in proposed:  # a finding naming a page outside this call is verified against the page it names
+            source = p.source if isinstance(p, SourcedFinding) else pages[0][0]
+            taken[source] += 1
+            if taken[source] <= MAX_FINDINGS_PER_SOURCE:
+                added.append(keep(ctx.notebook.add_finding(source=source, claim=p.claim, quote=p.quote,
+                                                           sub_question=sq.id, confidence=p.confidence)))
         if judge is not None:
             judge([f for f in added if f is not None])
         return None
 
-    with ThreadPoolExecutor(max_workers=max(1, min(MODEL_FANOUT, len(pairs))), thread_name_prefix="analyst") as pool:
-        errors = list(pool.map(one, pairs))
-    failures = [(f"{sid} for {sq.id}", e) for (sq, sid), e in zip(pairs, errors, strict=True)]
-    problems = _problems("analyst_unavailable", "the analyst", failures,
-                         "these sources were not read, so they gave no findings")
+    with ThreadPoolExecutor(max_workers=max(1, min(MODEL_FANOUT, len(units))), thread_name_prefix="analyst") as pool:
+        errors = list(pool.map(one, units))
+    failures = [(f"{sid} for {sq.id}", e) for (sq, sids), e in zip(units, errors, strict=True) for sid in sids]
+    problems = problems_by_cause("analyst_unavailable", "the analyst", failures,
+                                 "these sources were not read, so they gave no findings")
     problems += sorted(fallbacks, key=lambda p: p.message)  # in a stable order, whichever thread came first
     ctx.events.emit(StepEvent(name=STEP, status="finished", part="propose", findings=len(counted),
                               problems=len(problems)))
     return problems
+
+
+def _proposed(sq: SubQuestion, pages: list[tuple[str, str | None, str]],
+              ctx: RunContext) -> list[ProposedFinding]:
+    """The analyst's findings for `sq` from `pages`: one page with the one-page prompt, several with the batched."""
+    if len(pages) == 1:
+        sid, title, text = pages[0]
+        return ctx.llm.structured(
+            model=ctx.worker_model, system=load("analyst"), messages=analyst_message(sq, sid, title, text),
+            output=ProposedFindings, max_tokens=ANALYST_TOKENS, phase=Phase.SYNTHESIS,
+            purpose=f"analyst:{sq.id}:{sid}", cache=False).findings
+    return list(ctx.llm.structured(
+        model=ctx.worker_model, system=load("analyst_batch"), messages=batch_message(sq, pages),
+        output=SourcedFindings, max_tokens=ANALYST_TOKENS * len(pages), phase=Phase.SYNTHESIS,
+        purpose=f"analyst:{sq.id}:{'+'.join(sid for sid, _t, _x in pages)}", cache=False).findings)
 
 
 def _selected_by_code(sq: SubQuestion, source_id: str, title: str | None,
@@ -189,94 +200,6 @@ def _fallback_problem(sq: SubQuestion, source_id: str, error: LLMError, kept: li
     return Problem(kind="analyst_fallback", step=STEP, message=(
         f"the analyst's reply for {source_id} ({sq.id}) failed its format twice ({error.message.rstrip('. ')}); "
         f"{what}."))
-
-
-def judge_message(f: Finding, sub_question: str | None) -> str:
-    """The support judge's user message: the sub-question the finding was recorded for, its claim and quote."""
-    asked = f"<sub_question>{tags.text(sub_question)}</sub_question>\n" if sub_question else ""
-    return (f"{asked}<claim>{tags.text(f.claim)}</claim>\n"
-            f'<quote source="{tags.attr(f.source)}">{tags.text(f.quote)}</quote>')
-
-
-class SupportJudging:
-    """A fresh-context judge rates each finding handed to `submit` (once, when its support is "unknown"), in
-    parallel and as it arrives, so judging overlaps the research that records the findings; `finish` waits for
-    every verdict and returns the problems. When the judge cannot rate a finding, its support stays "unknown".
-
-    `questions` (sub-question id -> text) lets the judge also check that the claim answers what was asked: a
-    verbatim quote of a page's own question-and-answer is true to the page but no evidence for the run, so a
-    claim judged not to answer its sub-question is set "unsupported" and never reaches the writer.
-    """
-
-    def __init__(self, ctx: RunContext, questions: Mapping[str, str] | None = None) -> None:
-        self._ctx, self._questions = ctx, dict(questions or {})
-        self._pool = ThreadPoolExecutor(max_workers=MODEL_FANOUT, thread_name_prefix="judge")
-        self._lock = threading.Lock()
-        self._asked: dict[str, Future[LLMError | None]] = {}
-        self._breaker = _Breaker()
-        self._off_topic: list[str] = []
-        self._started = False
-
-    def submit(self, findings: Iterable[Finding]) -> None:
-        """Queue each finding not yet asked about whose support is unknown; the first call reports the start."""
-        with self._lock:
-            todo = list({f.id: f for f in findings if f.support == "unknown" and f.id not in self._asked}.values())
-            if not self._started:
-                self._started = True
-                self._ctx.events.emit(StepEvent(name=STEP, status="started", part="judge", findings=len(todo)))
-            for f in todo:
-                self._asked[f.id] = self._pool.submit(self._one, f)
-
-    def finish(self) -> list[Problem]:
-        """Wait for every verdict; one problem per distinct cause of the findings left unrated."""
-        self.submit([])  # reports the start when nothing was handed in
-        self._pool.shutdown(wait=True)
-        with self._lock:
-            failures = [(fid, future.result()) for fid, future in self._asked.items()]
-        problems = _problems("judge_unavailable", "the support judge", failures,
-                             'their support is "unknown": they are passed on flagged low confidence')
-        extra = {"off_topic": sorted(self._off_topic)} if self._off_topic else {}  # the key only when it says something
-        self._ctx.events.emit(StepEvent.model_validate({"name": STEP, "status": "finished", "part": "judge",
-                                                        "problems": len(problems), **extra}))
-        return problems
-
-    def abandon(self) -> None:
-        """The run stopped before judging finished: drop what was not started, wait for what was."""
-        self._pool.shutdown(wait=True, cancel_futures=True)
-
-    def _one(self, f: Finding) -> LLMError | None:
-        if self._breaker.error is not None:
-            return self._breaker.error
-        user = judge_message(f, self._questions.get(f.sub_question or ""))
-        try:
-            verdict = self._ctx.llm.structured(
-                model=self._ctx.worker_model, system=load("support_judge"), messages=user, output=Verdict,
-                max_tokens=JUDGE_TOKENS, phase=Phase.SYNTHESIS, purpose=f"support_judge:{f.id}")
-        except LLMError as e:
-            return self._breaker.trip(e)
-        if not verdict.answers_question:
-            with self._lock:
-                self._off_topic.append(f.id)
-        self._ctx.notebook.set_support(f.id, verdict.verdict if verdict.answers_question else "unsupported")
-        return None
-
-
-def judge_support(ctx: RunContext, findings: list[Finding],
-                  questions: Mapping[str, str] | None = None) -> list[Problem]:
-    """Judge every finding of unknown support at once (SupportJudging) and return the problems."""
-    judging = SupportJudging(ctx, questions)
-    judging.submit(findings)
-    return judging.finish()
-
-
-def _problems(kind: str, who: str, failures: list[tuple[str, LLMError | None]], consequence: str) -> list[Problem]:
-    """One Problem per distinct cause, naming what it affected (not one per call: an outage is one problem)."""
-    by_cause: dict[str, list[str]] = {}
-    for what, e in failures:
-        if e is not None:
-            by_cause.setdefault(e.message.rstrip(". "), []).append(what)
-    return [Problem(kind=kind, step=STEP, message=f"{who} failed for {', '.join(whats)} ({cause}); {consequence}.")
-            for cause, whats in by_cause.items()]
 
 
 def analyse(plan: Plan, ctx: RunContext, problems: list[Problem] | None = None) -> Analysis:

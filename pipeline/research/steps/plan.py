@@ -137,7 +137,8 @@ def _drafts(question: str, ctx: RunContext, limit: int, n: int) -> tuple[list[Pl
     def one(i: int) -> PlanDraft | LLMError:
         try:
             return ctx.llm.structured(model=ctx.lead_model, system=load("planner"), messages=user, output=PlanDraft,
-                                      max_tokens=PLAN_TOKENS, phase=Phase.RESEARCH, purpose=f"planner:{i}")
+                                      max_tokens=PLAN_TOKENS, phase=Phase.RESEARCH, purpose=f"planner:{i}",
+                                      cache=False)
         except LLMError as e:
             return e
 
@@ -168,7 +169,7 @@ def _best(question: str, drafts: list[PlanDraft], ctx: RunContext) -> tuple[int,
         try:
             return ctx.llm.structured(model=ctx.lead_model, system=load("plan_judge"), messages=user,
                                       output=PlanScore, max_tokens=SCORE_TOKENS, phase=Phase.RESEARCH,
-                                      purpose=f"plan_judge:{i}").score
+                                      purpose=f"plan_judge:{i}", cache=False).score
         except LLMError as e:
             errors.append(f"{e.kind}: {e.message}")
             return None

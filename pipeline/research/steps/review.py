@@ -17,6 +17,7 @@ from pipeline.research.prompts import load
 from pipeline.research.steps import tags
 from pipeline.research.steps.checks import URL, Evidence, check_report, cited_ids, sentences
 from pipeline.research.steps.defang import defang
+from pipeline.research.steps.support import PER_REQUEST
 from pipeline.research.steps.write import (
     fallback_report,
     no_evidence_report,
@@ -26,6 +27,7 @@ from pipeline.research.steps.write import (
 )
 
 JUDGE_MAX_TOKENS = 800
+BATCH_SIZE = 6  # sentences per batched call: few enough that each gets its own fact-by-fact look-up
 # The writer cannot fix these: sending them back would spend a round on nothing.
 UNFIXABLE = frozenset({"judge_unavailable", "writer_unavailable"})
 
@@ -37,6 +39,18 @@ class Verdict(BaseModel):
     verdict: Literal["supported", "partial", "unsupported"]
 
 
+class SentenceVerdict(Verdict):
+    """One sentence's verdict in a batched reply."""
+
+    id: str = Field(description='The id of the sentence judged, as given in <sentence id="...">.')
+
+
+class SentenceVerdicts(BaseModel):
+    """The batched sentence judge's structured output: one verdict per sentence of the message."""
+
+    verdicts: list[SentenceVerdict]
+
+
 class ReviewOutcome(BaseModel):
     """The final report (body + Sources), what is still wrong with it, and how many revision rounds ran."""
 
@@ -45,24 +59,39 @@ class ReviewOutcome(BaseModel):
     rounds_used: int
 
 
-def judge_message(sentence: str, evidence: Evidence) -> str | None:
-    """The sentence judge's user message, or None when the sentence cites no finding."""
+def _quotes(ids: list[str], evidence: Evidence) -> list[str]:
+    """The <quote> elements of the cited findings and calculations among `ids`, in order, once each."""
     findings = {f.id: f for f in evidence.findings}
     calcs = {c.id: c for c in evidence.calculations}
     quotes = []
-    for i in dict.fromkeys(cited_ids(sentence)):
+    for i in dict.fromkeys(ids):
         if i in findings:
             quotes.append(f'<quote id="{i}">{tags.text(findings[i].quote)}</quote>')
         elif i in calcs:
             quotes.append(f'<quote id="{i}">{tags.text(f"{calcs[i].expression} = {calcs[i].result}")}</quote>')
+    return quotes
+
+
+def judge_message(sentence: str, evidence: Evidence) -> str | None:
+    """The sentence judge's user message, or None when the sentence cites no finding."""
+    findings = {f.id for f in evidence.findings}
     if not any(i.startswith(FINDING) and i in findings for i in cited_ids(sentence)):
         return None
+    quotes = _quotes(cited_ids(sentence), evidence)
     return "\n".join([f"<sentence>{tags.text(sentence)}</sentence>", "<quotes>", *quotes, "</quotes>"])
 
 
+def batch_message(sentences_: list[str], evidence: Evidence) -> str:
+    """The batched judge's user message: every quote the sentences cite, once, then the numbered sentences."""
+    quotes = _quotes([i for s in sentences_ for i in cited_ids(s)], evidence)
+    numbered = [f'<sentence id="{n}">{tags.text(s)}</sentence>' for n, s in enumerate(sentences_, 1)]
+    return "\n".join(["<quotes>", *quotes, "</quotes>", "<sentences>", *numbered, "</sentences>"])
+
+
 def review(markdown: str, evidence: Evidence, ctx: RunContext, *,
-           verdicts: dict[str, Verdict] | None = None) -> list[Problem]:
-    """Code checks, then a judge per sentence the code passed; `verdicts` caches judgements across rounds."""
+           verdicts: dict[str, Verdict] | None = None, batch: bool = False) -> list[Problem]:
+    """Code checks, then a judge of each sentence the code passed (with `batch`, up to BATCH_SIZE sentences per call,
+    in report order); `verdicts` caches judgements across rounds."""
     problems = check_report(markdown, evidence)
     flagged = {p.sentence for p in problems}
     asks = {s: m for s in dict.fromkeys(sentences(markdown))
@@ -70,8 +99,9 @@ def review(markdown: str, evidence: Evidence, ctx: RunContext, *,
     cache = verdicts if verdicts is not None else {}
     todo = [(s, m) for s, m in asks.items() if m not in cache]
     if todo:
-        with ThreadPoolExecutor(max_workers=min(MODEL_FANOUT, len(todo))) as pool:
-            results = list(pool.map(lambda sm: _judge(sm[1], ctx), todo))
+        groups = [todo[i:i + BATCH_SIZE] for i in range(0, len(todo), BATCH_SIZE)] if batch else [[t] for t in todo]
+        with ThreadPoolExecutor(max_workers=min(MODEL_FANOUT, len(groups))) as pool:
+            results = [r for rs in pool.map(lambda g: _judge_group(g, evidence, ctx), groups) for r in rs]
         for (s, m), result in zip(todo, results, strict=True):
             if isinstance(result, Verdict):
                 cache[m] = result
@@ -97,8 +127,28 @@ def _judge(message: str, ctx: RunContext) -> Verdict | LLMError:
         return e
 
 
+def _judge_group(group: list[tuple[str, str]], evidence: Evidence, ctx: RunContext) -> list[Verdict | LLMError]:
+    """Verdicts for (sentence, message) pairs: one batched call, then alone each sentence its reply did not rate (or
+    all of them when the reply failed its format twice); an outage fails the group at once."""
+    if len(group) == 1:
+        return [_judge(group[0][1], ctx)]
+    message = batch_message([s for s, _ in group], evidence)
+    rated: dict[str, Verdict] = {}
+    try:
+        reply = ctx.llm.structured(model=ctx.worker_model, system=load("sentence_judge_batch"), messages=message,
+                                   output=SentenceVerdicts, max_tokens=JUDGE_MAX_TOKENS * len(group),
+                                   phase=Phase.SYNTHESIS,
+                                   purpose=f"sentence_judge:{hashlib.sha256(message.encode()).hexdigest()[:12]}")
+        for v in reply.verdicts:
+            rated.setdefault(v.id.strip(), Verdict(analysis=v.analysis, verdict=v.verdict))
+    except LLMError as e:
+        if e.kind not in PER_REQUEST:
+            return [e] * len(group)
+    return [rated.get(str(n)) or _judge(m, ctx) for n, (_s, m) in enumerate(group, 1)]
+
+
 def write_and_review(question: str, evidence: Evidence, conflicts: list[Conflict], ctx: RunContext,
-                     rounds: int) -> ReviewOutcome:
+                     rounds: int, *, batch: bool = False) -> ReviewOutcome:
     """Draft, review, and revise at most `rounds` times; the best draft is returned with what is still wrong."""
     if not usable_findings(evidence):
         ctx.events.emit(StepEvent(name="write", status="started", round=0))
@@ -116,9 +166,10 @@ def write_and_review(question: str, evidence: Evidence, conflicts: list[Conflict
         problems = [Problem(kind="writer_unavailable", step="write", message=(
             f"The writer model failed ({e.message}); this report only lists the verified findings and gaps."))]
         return ReviewOutcome(markdown=final_report(body, evidence),
-                             problems=problems + review(body, evidence, ctx, verdicts=cache), rounds_used=0)
+                             problems=problems + review(body, evidence, ctx, verdicts=cache, batch=batch),
+                             rounds_used=0)
     ctx.events.emit(StepEvent(name="write", status="finished", round=0))
-    problems = _reviewed(body, evidence, ctx, cache, 0)
+    problems = _reviewed(body, evidence, ctx, cache, 0, batch)
     best = (body, problems)
     used = 0
     while used < rounds and (fixable := [p for p in problems if p.kind not in UNFIXABLE]):
@@ -133,16 +184,16 @@ def write_and_review(question: str, evidence: Evidence, conflicts: list[Conflict
                 f"The revision could not be written ({e.message}); the problems above remain in the report."))])
             break
         ctx.events.emit(StepEvent(name="write", status="finished", round=used))
-        problems = _reviewed(body, evidence, ctx, cache, used)
+        problems = _reviewed(body, evidence, ctx, cache, used, batch)
         if len(problems) <= len(best[1]):
             best = (body, problems)
     return ReviewOutcome(markdown=final_report(best[0], evidence), problems=best[1], rounds_used=used)
 
 
 def _reviewed(body: str, evidence: Evidence, ctx: RunContext, cache: dict[str, Verdict],
-              round_no: int) -> list[Problem]:
+              round_no: int, batch: bool) -> list[Problem]:
     ctx.events.emit(StepEvent(name="review", status="started", round=round_no))
-    problems = review(body, evidence, ctx, verdicts=cache)
+    problems = review(body, evidence, ctx, verdicts=cache, batch=batch)
     ctx.events.emit(StepEvent(name="review", status="finished", round=round_no, problems=len(problems)))
     return problems
 
