@@ -62,6 +62,7 @@ def test_first_views_compute_each_thing_once_and_repeat_views_nothing(bench: Pat
     files = len([p for p in bench.rglob("*.json") if p.name != SUMMARY and not p.name.endswith(".timeline.json")])
     first = counted(("benchmarks", {}), ("report", {"run": REPORT}))
     assert first["runs table built"] == 1 and first["scoreboard built"] == 1 and first["report rendered"] == 1
+    assert first["grading rendered"] == 1
     assert not over(first, BUDGET["first_view"], files=files, reports=1, suites=1), first
     repeat = counted(*[("benchmarks", {}), ("report", {"run": REPORT})] * 3)
     assert not over(repeat, BUDGET["repeat_view"]), f"recomputed on unchanged data: {dict(repeat)}"

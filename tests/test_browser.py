@@ -188,15 +188,21 @@ def test_open_benchmarks_then_a_report_then_a_citation(page: Page, app: App) -> 
     page.goto(app.url + "/")
     page.get_by_role("heading", name="Benchmarks").wait_for()
     page.get_by_text("14 of 14 runs shown.").wait_for()
-    page.get_by_role("link", name="Open the report").wait_for()
+    page.get_by_role("link", name="Open a report from a list of every saved run").wait_for()
     page.get_by_test_id("stStatusWidget").wait_for(state="hidden")
     page.get_by_role("heading", name="All saved runs").evaluate("e => e.scrollIntoView({block: 'start'})")
     page.get_by_role("combobox", name="Mode", exact=True).wait_for()
     page.wait_for_timeout(500)  # the tables draw on a canvas after they arrive
     page.screenshot(path=str(ARTIFACTS / "benchmarks.png"))
-    page.get_by_role("link", name="Open the report").click()
+    page.get_by_role("link", name="Open a report from a list of every saved run").click()
+    choose(page, "Saved runs", "What does Qdrant Cloud pricing start at")
     page.wait_for_url("**/report?run=demo")
     page.get_by_role("heading", name="Qdrant Cloud pricing").wait_for()
+    with page.expect_download() as download:  # made when clicked (ui/components.py)
+        page.get_by_role("button", name="Report (Markdown)").click()
+    assert download.value.suggested_filename == "report-demo.md"
+    markdown = Path(download.value.path()).read_text("utf-8")
+    assert "Qdrant Cloud starts at 25 dollars" in markdown and "[F1]" in markdown
     cite = page.locator('.vb-report [data-cite="F1"]').first
     card = cite.locator(".vb-card")
     assert not card.is_visible()

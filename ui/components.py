@@ -13,9 +13,10 @@ from pipeline.config import SHIPPED_CORPORA, Settings
 from pipeline.core.schema import RunResult
 from pipeline.store.base import RunStore
 from ui.library import is_extractive, mode_label, report_path, run_header
+from ui.panels import grading_html
 from ui.passage import corpus_text, passage, recorded_text
 from ui.render import strip_bidi
-from ui.scoreboard import grading_metrics, verdict
+from ui.scoreboard import verdict
 from ui.views import BoardView, ReportView, table
 
 _MD_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")
@@ -63,21 +64,12 @@ def show_report(view: ReportView, *, key: str = "report",
         n = len(rr.problems)
         st.warning(f"{n} problem{'s' if n != 1 else ''} remain{'s' if n == 1 else ''} in this report after review: "
                    "read the flagged sentences with care (listed under the report).", icon=":material/warning:")
-    cols = st.columns(5)
-    cols[0].metric("Findings verified", row.findings, help="Quotes that code located in a fetched page")
-    cols[1].metric("Quotes rejected", row.rejected, help="Proposed quotes that were not in the page")
-    cols[2].metric("Coverage", f"{row.answered} / {row.planned}", help="Sub-questions answered / planned")
-    if no_model:
-        cols[3].metric("Cost", "$0", help="No model: nothing was paid for")
-    else:
-        cols[3].metric("Cost", f"${rr.usage.cost_usd:.4f}")
-    cols[4].metric("Time", f"{row.seconds:.1f} s")
-
-    st.html(view.html)  # the answer first: a reader comes for it, the grading follows
+    # The figures and the answer in one element; a reader comes for the answer, so the grading follows it.
+    st.html(view.facts + view.html)
     if view.notes:
         st.html(view.notes)
     if grading is not None:
-        show_grading(*grading)
+        st.html(grading_html(*grading))
 
     with st.expander(f"All verified findings ({len(rr.findings)})"):
         if view.findings is not None:
@@ -93,9 +85,10 @@ def show_report(view: ReportView, *, key: str = "report",
     with st.expander("Timeline: searches, fetches and model calls"):
         show_timeline(view)
     c1, c2, c3 = st.columns([1, 1, 3])
-    c1.download_button("Report (Markdown)", rr.report.markdown, file_name=f"report-{rr.run_id}.md",
+    # Both made when clicked: a visitor who only reads costs no serialisation and no stored file, and no copy is held
+    # for the session.
+    c1.download_button("Report (Markdown)", lambda: rr.report.markdown, file_name=f"report-{rr.run_id}.md",
                        mime="text/markdown", key=f"{key}-md", icon=":material/download:")
-    # Made when clicked: a visitor who only reads costs no serialisation, and no copy is held for the session.
     c2.download_button("Run (JSON)", lambda: rr.model_dump_json(indent=2), file_name=f"run-{rr.run_id}.json",
                        mime="application/json", key=f"{key}-json", icon=":material/download:")
     c3.text_input("Shareable link", share_link(rr.run_id), key=f"{key}-link", disabled=True)
@@ -124,41 +117,26 @@ def expectations_table(grade: RunGrade) -> None:
                  column_config={"detail": st.column_config.TextColumn("detail", width="large")})
 
 
-def show_grading(summary: BenchSummary, grade: RunGrade) -> None:
-    """How the suite's grader judged this run: passed or not, each expectation with its detail, and the measures."""
-    v = verdict(grade)
-    with st.container(border=True):
-        st.subheader("Benchmark grading")
-        question = summary.questions.get(grade.question_id, "")
-        st.caption(md_text(f"Suite {summary.suite} (version {summary.version}, corpus {summary.corpus}) · question "
-                           f"{grade.question_id}{': ' + question if question else ''} · repeat {grade.repeat} · "
-                           f"graded {summary.graded_at[:19].replace('T', ' ')} UTC"))
-        if v.passed:
-            st.success("Passed: every expectation of this question was met.", icon=":material/check_circle:")
-        else:
-            st.error(md_text(f"Failed: {', '.join(v.failed)}."), icon=":material/cancel:")
-        if grade.expectations:
-            expectations_table(grade)
-        else:
-            st.caption("This question sets no expectation for this run.")
-        st.markdown(measures_table(grading_metrics(grade)))
+SPLITS_NOTE = ("Dev questions may be used to tune the selector; test questions are held out: written and committed "
+               "before any tuning on them, and a change that raises dev but lowers test is rejected "
+               "(docs/BENCHMARK.md). The baseline is a plain BM25 top-3 sentence selector over every page of the "
+               "same frozen web, computed and graded by the bench the same way: every mode must beat it.")
 
 
-def measures_table(measures: list[tuple[str, str, str]]) -> str:
-    """(label, value, how it is measured) rows as one Markdown table: one element to send, not a metric apiece."""
-    rows = [f"| {md_text(label)} | {md_text(value)} | {md_text(explained)} |" for label, value, explained in measures]
-    return "\n".join(["| Measure | Value | How it is measured |", "| --- | --- | --- |", *rows])
+def titled(title: str, note: str) -> None:
+    """A bold title with its note in small grey type under it: one element to send, not two. Both are Markdown
+    already escaped."""
+    st.markdown(f"**{title}**  \n:small[:gray[{note}]]")
 
 
 def show_scoreboard(view: BoardView) -> None:
     """One graded suite: the modes side by side, then every question's verdict per mode with a link to its report."""
     board = view.board
     s = board.summary
-    if s.description:
-        st.caption(md_text(s.description))
     graded = s.graded_at[:19].replace("T", " ")
-    st.caption(md_text(f"Suite {s.suite}, version {s.version}, corpus {s.corpus}; graded {graded} UTC by "
-                       f"{s.code_version}" + (f" ({s.git_commit[:12]})" if s.git_commit else "")))
+    st.caption(md_text(f"{s.description} " if s.description else "")
+               + md_text(f"Suite {s.suite}, version {s.version}, corpus {s.corpus}; graded {graded} UTC by "
+                         f"{s.code_version}" + (f" ({s.git_commit[:12]})" if s.git_commit else "")))
     if s.stopped:
         st.warning(f"This bench stopped before every run was made: {md_text(s.stopped)}. The figures cover only "
                    "the runs it made.", icon=":material/block:")
@@ -166,23 +144,17 @@ def show_scoreboard(view: BoardView) -> None:
         st.info("No run of this suite has been graded yet.", icon=":material/info:")
         return
     if board.splits:
-        st.markdown("**Dev and test side by side**")
-        st.caption("Dev questions may be used to tune the selector; test questions are held out: written and "
-                   "committed before any tuning on them, and a change that raises dev but lowers test is rejected "
-                   "(docs/BENCHMARK.md). The baseline is a plain BM25 top-3 sentence selector over every page of "
-                   "the same frozen web, computed and graded by the bench the same way: every mode must beat it.")
+        titled("Dev and test side by side", SPLITS_NOTE)
         st.dataframe(view.splits, hide_index=True, width="stretch",
                      column_config={"metric": st.column_config.TextColumn("mode", width=200)})
-    st.markdown("**Modes side by side**")
-    st.caption(md_text(board.budget))
+    titled("Modes side by side", md_text(board.budget))
     st.dataframe(view.metrics, hide_index=True, width="stretch", row_height=30,
                  height=35 + 30 * len(board.metrics),
                  column_config={"metric": st.column_config.TextColumn("metric", width=200)})
 
-    st.markdown("**Questions**")
     failing = sum(q.failing for q in board.questions)
-    st.caption(f"{failing} of {len(board.questions)} questions fail in at least one mode. A verdict names each "
-               "expectation that failed; open a run's report to see why.")
+    titled("Questions", f"{failing} of {len(board.questions)} questions fail in at least one mode. A verdict names "
+                        "each expectation that failed; open a run's report to see why.")
     failing_only = st.toggle("Only failing questions", key=f"failing-{board.key}")
     config: dict[str, Any] = {"question": st.column_config.TextColumn("question", width="large")}
     for column in board.columns:

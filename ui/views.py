@@ -20,7 +20,8 @@ from pipeline.store.files import TIMELINE_SUFFIX
 from pipeline.store.timeline import Timeline, load_timeline
 from ui.costs import count
 from ui.kept import Kept
-from ui.library import RunLibrary, RunSummary, Snapshot, mode_label, report_path, summarise
+from ui.library import RunLibrary, RunSummary, Snapshot, is_extractive, mode_label, report_path, summarise
+from ui.panels import facts_html
 from ui.render import Evidence, notes_html, report_html, report_title
 from ui.scoreboard import Scoreboard, scoreboard, verdict
 
@@ -45,7 +46,6 @@ class RunsTable:
     columns: list[str]  # the columns listed, in order
     listed: pa.Table  # those columns of every run, as sent when no filter is set
     by_mode: pa.Table
-    labels: dict[str, str]  # run id -> how the report picker names it
     options: dict[str, list[str]]  # column -> its values, for the filters
 
 
@@ -83,11 +83,10 @@ def _runs_table(rows: list[RunSummary], summaries: Mapping[str, BenchSummary]) -
     df["report"] = df.run_id.map(report_path)
     grades = {(key, g.run_id): verdict(g).text for key, summary in summaries.items() for g in summary.grades}
     df["grade"] = [grades.get((r.suite, r.run_id), "") for r in rows]
-    labels = {r.run_id: f"{r.question[:110]} ({mode_label(r.mode)}, {r.run_id})" for r in rows}
     columns = ["report", "question", "suite", "mode", "models", "date", "status", *(["grade"] if grades else []),
                "findings", "rejected", "covered", "problems", "cost_usd", "seconds"]
     return RunsTable(df=df, graded=bool(grades), columns=columns, listed=arrow(df[columns]),
-                     by_mode=runs_by_mode(df), labels=labels,
+                     by_mode=runs_by_mode(df),
                      options={c: sorted(df[c].unique()) for c in ("suite", "mode", "models")})
 
 
@@ -158,6 +157,7 @@ class ReportView:
     rr: RunResult
     row: RunSummary
     title: str
+    facts: str  # the five figures above the report (ui/panels.py)
     html: str
     notes: str
     findings: pa.Table | None
@@ -209,7 +209,9 @@ def report_view(rr: RunResult, timeline: Timeline) -> ReportView:
         for sq in (rr.plan.sub_questions if rr.plan else [])])
     calls, steps = _timeline_frames(timeline)
     ev = Evidence.of(rr)
-    return ReportView(rr=rr, row=summarise(rr, file="", suite=""), title=report_title(rr),
+    row = summarise(rr, file="", suite="")
+    return ReportView(rr=rr, row=row, title=report_title(rr),
+                      facts=facts_html(rr, row, no_model=is_extractive(rr.mode, rr.models)),
                       html=report_html(rr, title=False, evidence=ev), notes=notes_html(rr, ev), findings=findings,
                       rejected=rejected,
                       plan=plan, timeline=timeline, calls=calls, steps=steps)
