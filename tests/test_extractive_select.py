@@ -401,3 +401,39 @@ def test_a_line_of_code_after_a_prompt_is_no_answer_when_a_sentence_gives_one() 
                         ">>> blake2s(digest_size=10).hexdigest()", title="hashlib")]
     picks = select_sentences(question, pages)
     assert picks and picks[0].text == answer
+
+
+def test_a_past_event_is_not_answered_by_a_plan_or_a_hope() -> None:
+    """A part that asks what happened ("was signed by") is not answered by a sentence that says it may happen."""
+    part = "On what date was the merger agreement signed by Acme and Globex?"
+    hoped = page("S1", "Acme said on Monday that it hoped to sign the merger agreement with Globex in March. "
+                       "Talks with Globex will resume next week.", "Acme and Globex near a merger")
+    assert select_sentences(part, [hoped]) == []
+    signed = page("S2", "Acme and Globex signed the merger agreement on March 3 in Zurich.", "Acme and Globex merge")
+    picks = select_sentences(part, [hoped, signed])
+    assert [p.source_id for p in picks] == ["S2"]
+
+
+def test_a_purpose_is_no_plan() -> None:
+    from pipeline.research.extractive.select import _happened
+
+    assert _happened(["replac"], "The print() function, with keyword arguments to replace the old statement.")
+    assert _happened(["report"], "He is in talks, according to reports from the Wrap.")
+    assert not _happened(["sign"], "He hoped to sign it in Chile.")
+    assert not _happened(["sign"], "The deal is expected to be signed soon.")
+    assert not _happened(["sign"], "The deal has not signed yet.")
+
+
+def test_a_part_about_an_earlier_answer_waits_for_it() -> None:
+    """"Whom did it beat?": "it" is the answer of the part before; a page that names no winner of the 2021 cup
+    answers neither part (nor does the 2020 final)."""
+    from pipeline.research.extractive.questions import split_question_result
+
+    parts = [p.part for p in split_question_result(
+        "Which nation won the 2021 Harbor Cup in Oslo, and whom did it beat in the final?").parts]
+    assert len(parts) == 2 and parts[1] is not None and parts[1].answer_of is parts[0]
+    pages = [page("S1", "OSLO - Norway reached the Harbor Cup final on Saturday, beating Chile 2-1 in the semifinal.",
+                  "Norway into the 2021 Harbor Cup final"),
+             page("S2", "Sweden beat Japan 3-1 in the Harbor Cup final in 2020, its first title.",
+                  "Sweden wins the 2020 Harbor Cup")]
+    assert all(p is not None and select_sentences(p, pages) == [] for p in parts)

@@ -147,6 +147,11 @@ class Part(BaseModel):
     predicates: list[str] = Field(default_factory=list)  # stemmed verbs of the core: what is said of the answer
     described: list[str] = Field(default_factory=list)  # of its appositives, relative clauses and attributions
     context_terms: list[str] = Field(default_factory=list)  # from an earlier part or a statement it leans on
+    # The earlier part whose answer this one's subject pronoun stands for ("Which nation won X, and whom did it
+    # beat?"): no sentence answers this part when none answers that one (select.py).
+    answer_of: Part | None = Field(None, repr=False)
+    past: bool = False  # it asks what happened (asks_past): a sentence that only says it will or could happen does not
+    # answer it
 
 
 def _type_of_head(head: str) -> AnswerType | None:
@@ -282,7 +287,7 @@ def analyse_part(text: str, context_terms: list[str] | None = None) -> Part:
     for c in constraints:
         unique.setdefault((c.kind, c.text.lower()), c)
     return Part(text=text, focus=focus_of(text), constraints=list(unique.values()), terms=own, described=described,
-                predicates=predicates_of(core), context_terms=extra)
+                predicates=predicates_of(core), context_terms=extra, past=asks_past(core))
 
 
 def predicates_of(core: str) -> list[str]:
@@ -310,7 +315,24 @@ def predicates_of(core: str) -> list[str]:
         i += 1  # "were arrested", "has signed", "will power"; not "had consumers bought" (its subject follows)
     if i < len(words) and _lower_word(words[i]):
         return content_terms(words[i].lower(), stemmed=True)
+    if i < len(words) and words[i].lower() in _BE:
+        # A passive with its agent: "On what date was the deal signed by X?": the participle after the subject.
+        for j in range(i + 1, len(words) - 1):
+            if _lower_word(words[j]) and _verb_like(words[j]) and words[j + 1].lower() == "by":
+                return content_terms(words[j].lower(), stemmed=True)
     return []
+
+
+_BE = frozenset(word_list("is was are were"))
+_PAST = re.compile(r"\b(?:did|was|were|had)\b", re.I)
+
+
+def asks_past(core: str) -> bool:
+    """Whether a question part asks what happened: its auxiliary or its verb is in the past ("What sentence did he
+    receive?", "Where was the deal signed?", "Which firm won?")."""
+    return bool(_PAST.search(core)) or any(
+        _verb_like(w) and w.lower() not in ("born", "known") and not w[:1].isupper()
+        for w in re.findall(r"[\w'’-]+", strip_request(core)))
 
 
 _AUXILIARIES = frozenset(word_list("is was are were be been has have had"))

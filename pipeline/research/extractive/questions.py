@@ -12,7 +12,7 @@ import re
 
 from pydantic import BaseModel, Field
 
-from .analysis import Part, analyse_part
+from .analysis import NAMED, Part, analyse_part
 from .terms import ABBREVIATIONS, QUESTION_WORDS, STOP_WORDS, content_terms, strip_request, word_list
 
 __all__ = ["SubQuery", "SplitResult", "split_question", "split_question_result", "content_terms",
@@ -259,6 +259,20 @@ def _leans(question: str, terms: list[str]) -> bool:
     return first is not None or len(terms) < 2
 
 
+_SUBJECTS = frozenset(word_list("it they he she"))
+_ASKING_AUXILIARIES = frozenset(word_list("did does do was were is are has have had will would can could"))
+
+
+def _answer_subject(question: str, previous: Part) -> bool:
+    """Whether `question`'s subject is a pronoun for the answer of `previous`: `previous` asks for a name as the
+    subject of its verb ("Which nation won ...", "Who founded ...") and `question` has a pronoun as the subject
+    after its auxiliary ("whom did it beat", "when did he die")."""
+    if previous.focus.answer_type not in NAMED or not previous.predicates:
+        return False
+    words = [w.lower() for w in re.findall(r"\w+", question)]
+    return any(a in _ASKING_AUXILIARIES and b in _SUBJECTS for a, b in zip(words, words[1:], strict=False))
+
+
 def _queries(question: str, inherited: list[str]) -> list[str]:
     """The question itself, its content words (plus `inherited`: the topic of the part it leans on and the words of
     statements before it), and its names/numbers when it has some: 2-3 distinct queries (1 when the question is a
@@ -357,6 +371,8 @@ def split_question_result(question: str, max_parts: int = 4) -> SplitResult:
         if leans and previous is not None and previous.part is not None:  # "its price": the names "it" stands for
             part.constraints += [c for c in previous.part.constraints if c.kind == "name" and not c.soft
                                  and c not in part.constraints]
+        if leans and previous is not None and previous.part is not None and _answer_subject(sub, previous.part):
+            part.answer_of = previous.part
         parts.append(SubQuery(question=sub, queries=_queries(sub, inherited), part=part))
         if not elliptical:
             previous = parts[-1]  # the last part with words of its own: what an elliptical part completes

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from .analysis import NAME_KINDS, TITLES, TYPED, Part, analyse_part
 from .answers import Value, answer_values, same_value
 from .sentences import Span, split_sentences
-from .terms import content_terms, stem, terms_of
+from .terms import IRREGULAR, content_terms, stem, terms_of, word_list
 
 __all__ = ["PageText", "Pick", "Span", "SentenceIndex", "split_sentences", "select_sentences", "MIN_PICK_CHARS"]
 
@@ -171,6 +171,33 @@ def _says(topic: set[str], s: _Sentence) -> bool:
     return bool(topic & s.tf.keys()) or any(_related(a, b) for a in topic for b in s.tf)
 
 
+# Words before a verb's base form that make it unreal: to come, wished or supposed ("will sign", "could win",
+# "would be signed"); "to" after a word of intent or expectation ("hoped to sign", "is expected to win"), not a
+# purpose's "to" ("a function to replace the statement"); and a negation before any form ("was not signed").
+_IRREALIS = frozenset(word_list("will would could may might should shall can won't wouldn't couldn't"))
+_INTENT = frozenset(stem(w) for w in word_list("""
+    hope plan expect want aim intend seek sought try tried wish promise agree prepare schedule set due going likely
+    unlikely poised ready about able need"""))
+_NEGATIONS = frozenset(word_list("not never"))
+_WORD = re.compile(r"[\w'’-]+")
+
+
+def _happened(predicates: list[str], text: str) -> bool:
+    """Whether `text` says one of `predicates` as having happened: once, not as an infinitive, after a modal or
+    a negation ("according to reports" is no infinitive: "reports" is not a base form)."""
+    words = [w.lower() for w in _WORD.findall(text)]
+
+    def modal(j: int) -> bool:  # words[j] makes the verb after it unreal
+        return words[j] in _IRREALIS or words[j] == "to" and j > 0 and stem(words[j - 1]) in _INTENT
+
+    def unreal(j: int) -> bool:
+        base = not words[j].endswith(("s", "ed", "ing")) and words[j] not in IRREGULAR
+        return j > 0 and (words[j - 1] in _NEGATIONS or base and modal(j - 1)) or (
+            j > 1 and words[j - 1] in ("be", "have", "been") and (words[j - 2] in _NEGATIONS or modal(j - 2)))
+
+    return any(_related(p, stem(w)) and not unreal(j) for j, w in enumerate(words) for p in predicates)
+
+
 def _dependent(s: _Sentence) -> bool:
     """A sentence that leans on the one before: short ("New in version 3.11."), or opening with a pronoun or a
     parenthesis ("(Contributed by ...)", "It was founded in 1998.")."""
@@ -264,6 +291,8 @@ def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value
         return False
     if asked.predicates and not any(_related(p, t) for p in asked.predicates for t in s.tf):
         return False  # "Which firm won ...?" is not answered by a sentence about the competition that says no winner
+    if asked.predicates and asked.part.past and not _happened(asked.predicates, s.span.text):
+        return False  # "Where was the deal signed?" is not answered by "he hoped to sign it in Chile"
     around, years = index.around(s_id)
     head = stem(asked.part.focus.head or "")
     if head in NAME_KINDS and not (_says({head}, s) or head in around):
@@ -291,6 +320,8 @@ def select_sentences(part: Part | str, pages: Sequence[PageText] | SentenceIndex
         part = part.model_copy(update={"context_terms": [*part.context_terms, *content_terms(
             " ".join(extra_terms), stemmed=True)]})
     index = pages if isinstance(pages, SentenceIndex) else SentenceIndex.build(pages)
+    if part.answer_of is not None and not select_sentences(part.answer_of, index, k=1):
+        return []  # "whom did it beat": "it" is the answer of a part no sentence answers
     asked = _Asked.of(part)
     if not asked.weights or not index.sentences or k <= 0:
         return []
