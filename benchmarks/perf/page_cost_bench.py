@@ -1,6 +1,7 @@
 """Server CPU per page view of the public pages, against an empty two-page Streamlit app measured in the same run.
 
-    .venv/bin/python benchmarks/perf/page_cost_bench.py [--views 20] [--sessions 30] [--reports 3] [--json out.json]
+    .venv/bin/python benchmarks/perf/page_cost_bench.py [--views 20] [--sessions 30] [--reports 3] [--assets]
+                                                        [--json out.json]
 
 Starts two servers on this machine, one after the other: the app (`streamlit run app.py`) on the committed
 benchmark_runs/, and a control app of two pages that each show a title and a line of text, with the app's own
@@ -10,7 +11,9 @@ benchmark_runs/, and a control app of two pages that each show a title and a lin
    control: its first page, then its second). Server CPU per page view is the server's CPU time over those loads,
    split by page, and its ratio to the control's is the figure to hold near 2x;
 2. a crowd: `--sessions` sessions at once, each opening the Benchmarks page and then `--reports` reports: time to
-   the rendered page (p50, p95 per page), server CPU per page view, and page loads per second of server CPU.
+   the rendered page (p50, p95 per page), server CPU per page view, and page loads per second of server CPU. With
+   `--assets` each session's first load also fetches the entry scripts index.html names, as a browser with an empty
+   cache does: a crowd of new visitors, most of whose cost is Streamlit serving its own bundles.
 Also: the cold start (process start to the first rendered Benchmarks page) and each server's memory after the crowd.
 Times and CPU are the bench's printed figures, never assertions in tests (tests/test_app_costs.py holds the counts).
 """
@@ -85,9 +88,10 @@ def control_pages(session: int, reports: int, runs: list[tuple[str, str]]) -> li
             *[Target("report page", "/two", "", "A line of text on page Two.") for _ in range(reports)]]
 
 
-async def load(url: str, t: Target) -> tuple[str, float, str | None]:
-    """One page load in a new tab: (page kind, seconds to the rendered page, error or None)."""
-    s = Session(url, timeout=TIMEOUT)
+async def load(url: str, t: Target, assets: bool = False) -> tuple[str, float, str | None]:
+    """One page load in a new tab (with `assets`, also the entry scripts, as a browser with an empty cache): (page
+    kind, seconds to the rendered page, error or None)."""
+    s = Session(url, timeout=TIMEOUT, assets=assets)
     try:
         run = await s.open(t.path, t.query)
     finally:
@@ -109,10 +113,11 @@ async def serial(url: str, pid: int, plan: list[Target]) -> dict[str, Any]:
     return {"cpu_ms": {k: round(1000 * statistics.mean(v), 1) for k, v in cpu.items()}, "errors": errors}
 
 
-async def crowd(url: str, pid: int, plans: list[list[Target]]) -> dict[str, Any]:
-    """Every session at once, each loading its pages in order: times per page kind and server CPU per view."""
+async def crowd(url: str, pid: int, plans: list[list[Target]], assets: bool = False) -> dict[str, Any]:
+    """Every session at once, each loading its pages in order (with `assets`, the first with the entry scripts):
+    times per page kind and server CPU per view."""
     async def one(plan: list[Target]) -> list[tuple[str, float, str | None]]:
-        return [await load(url, t) for t in plan]
+        return [await load(url, t, assets and i == 0) for i, t in enumerate(plan)]
 
     before, t0 = cpu_seconds(pid), time.monotonic()
     visits = [v for session in await asyncio.gather(*(one(p) for p in plans)) for v in session]
@@ -128,7 +133,7 @@ async def crowd(url: str, pid: int, plans: list[list[Target]]) -> dict[str, Any]
                         for k, v in by_kind.items()}}
 
 
-def measure(views: int, sessions: int, reports: int) -> dict[str, Any]:
+def measure(views: int, sessions: int, reports: int, assets: bool = False) -> dict[str, Any]:
     """Both servers' figures: serial CPU per view by page, then the crowd's."""
     runs = saved_runs()
     out: dict[str, Any] = {}
@@ -154,7 +159,7 @@ def measure(views: int, sessions: int, reports: int) -> dict[str, Any]:
                 plan = [t for i in range(views) for t in pages(i + 1, 1, runs)]
                 out[name] = {"cold_start_s": round(cold, 2), "serial": asyncio.run(serial(url, pid, plan)),
                              "crowd": asyncio.run(crowd(url, pid, [pages(i, reports, runs)
-                                                                   for i in range(sessions)])),
+                                                                   for i in range(sessions)], assets)),
                              "memory_mb": {k: round(v / 1024) for k, v in memory_kb(pid).items()}}
     return out
 
@@ -164,9 +169,11 @@ def main() -> None:
     ap.add_argument("--views", type=int, default=20, help="serial loads of each page")
     ap.add_argument("--sessions", type=int, default=30)
     ap.add_argument("--reports", type=int, default=3)
+    ap.add_argument("--assets", action="store_true",
+                    help="each crowd session fetches the entry scripts with its first page, as a new browser does")
     ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = ap.parse_args()
-    out = measure(args.views, args.sessions, args.reports)
+    out = measure(args.views, args.sessions, args.reports, args.assets)
     app, control = out["app"], out["control"]
     for kind in app["serial"]["cpu_ms"]:
         mine, base = app["serial"]["cpu_ms"][kind], control["serial"]["cpu_ms"][kind]
