@@ -13,6 +13,7 @@ from ui.library import summarise
 from ui.panels import facts_html, grading_html
 
 HOSTILE = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
+BIDI = "\u202eevil\u202c"  # a right-to-left override: shown as stored, without the control
 
 
 def summary_of(folder: Path, question: str | None = None, detail: str = "missing") -> BenchSummary:
@@ -21,12 +22,13 @@ def summary_of(folder: Path, question: str | None = None, detail: str = "missing
 
 
 def test_a_hostile_question_and_detail_are_shown_as_text(tmp_path: Path) -> None:
-    summary = summary_of(tmp_path, question=HOSTILE, detail=HOSTILE)
+    summary = summary_of(tmp_path, question=HOSTILE + BIDI, detail=HOSTILE)
     grade = next(g for g in summary.grades if g.run_id == "smoke-q2-extractive")
     html = grading_html(summary, grade)
     tree = lxml.html.fromstring(html)
     assert not tree.findall(".//img") and not tree.findall(".//script")
-    assert HOSTILE in tree.find(".//p[@class='vb-caption']").text_content()
+    caption = tree.find(".//p[@class='vb-caption']").text_content()
+    assert HOSTILE + "evil" in caption and "\u202e" not in caption
     assert HOSTILE in tree.findall(".//table")[0].text_content()
 
 

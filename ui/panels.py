@@ -4,7 +4,6 @@ per view. Every text from a run or a summary is escaped here."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from html import escape
 
 from pipeline.bench.grade import RunGrade
 from pipeline.bench.saved import BenchSummary
@@ -12,12 +11,15 @@ from pipeline.core.schema import RunResult
 from ui.costs import count
 from ui.kept import Kept
 from ui.library import RunSummary
+from ui.render import esc as escape
 from ui.scoreboard import grading_metrics, verdict
 
-STYLE = """<style>
+FACTS_STYLE = """<style>
 .vb-facts{display:flex;flex-wrap:wrap;gap:.6rem 2.2rem;margin:.4rem 0 1rem}
 .vb-fact{display:flex;flex-direction:column}.vb-fact-label{font-size:.875rem;color:#57606a}
 .vb-fact-value{font-size:1.75rem;line-height:1.3}
+</style>"""
+GRADING_STYLE = """<style>
 .vb-grading{border:1px solid #d6d9de;border-radius:.5rem;padding:.9rem 1rem;margin:.6rem 0 1rem;overflow-wrap:anywhere}
 .vb-grading h3{font-size:1.25rem;margin:0 0 .3rem}.vb-grading .vb-caption{font-size:.875rem;color:#57606a}
 .vb-pass,.vb-fail{border-radius:.5rem;padding:.6rem .9rem;margin:.6rem 0}
@@ -38,7 +40,7 @@ def facts_html(rr: RunResult, row: RunSummary, *, no_model: bool) -> str:
     """The run's five figures in a row: findings verified, quotes rejected, coverage, cost and time."""
     cost = _fact("Cost", "$0", "No model: nothing was paid for") if no_model else _fact(
         "Cost", f"${rr.usage.cost_usd:.4f}")
-    return (f'{STYLE}<div class="vb-facts">'
+    return (f'{FACTS_STYLE}<div class="vb-facts">'
             + _fact("Findings verified", row.findings, "Quotes that code located in a fetched page")
             + _fact("Quotes rejected", row.rejected, "Proposed quotes that were not in the page")
             + _fact("Coverage", f"{row.answered} / {row.planned}", "Sub-questions answered / planned")
@@ -64,8 +66,8 @@ def _grading_html(summary: BenchSummary, grade: RunGrade) -> str:
                     if grade.expectations else
                     '<p class="vb-caption">This question sets no expectation for this run.</p>')
     measures = _table(("Measure", "Value", "How it is measured"), grading_metrics(grade))
-    return (f'{STYLE}<section class="vb-grading"><h3>Benchmark grading</h3><p class="vb-caption">{escape(caption)}'
-            f"</p>{outcome}{expectations}{measures}</section>")
+    return (f'{GRADING_STYLE}<section class="vb-grading"><h3>Benchmark grading</h3>'
+            f'<p class="vb-caption">{escape(caption)}</p>{outcome}{expectations}{measures}</section>')
 
 
 # Keyed by the summary object itself: the library parses a summary file again only when it changed, so a new object

@@ -102,7 +102,7 @@ def _fragment_part(text: str) -> str:
     return quote(text, safe="").replace("-", "%2D")
 
 
-def _esc(text: str) -> str:
+def esc(text: str) -> str:
     return html.escape(strip_bidi(text), quote=True)
 
 
@@ -120,23 +120,23 @@ class _Citations:
 
     def cite(self, cid: str) -> str:
         """One citation chip; with cards, focusing it (click or tab) shows what it cites."""
-        chip = f"[{_esc(cid)}]"
+        chip = f"[{esc(cid)}]"
         if not self.cards:
             return f'<span class="vb-cite-plain">{chip}</span>'
         card, kind = self._card(cid)
-        return (f'<span class="vb-cite vb-{kind}" tabindex="0" role="button" data-cite="{_esc(cid)}">{chip}'
+        return (f'<span class="vb-cite vb-{kind}" tabindex="0" role="button" data-cite="{esc(cid)}">{chip}'
                 f'<span class="vb-card" role="note">{card}</span></span>')
 
     def _card(self, cid: str) -> tuple[str, str]:
         if (f := self.ev.findings.get(cid)) is not None:
             return finding_card(f, self.ev.sources.get(f.source), self.ev.run_id), "finding"
         if (gap := self.ev.gaps.get(cid)) is not None:
-            return (f'<span class="vb-meta">Gap {_esc(cid)}: not established by any fetched source</span>'
-                    f'<span class="vb-gap">{_esc(gap)}</span>'), "gap"
+            return (f'<span class="vb-meta">Gap {esc(cid)}: not established by any fetched source</span>'
+                    f'<span class="vb-gap">{esc(gap)}</span>'), "gap"
         if (c := self.ev.calculations.get(cid)) is not None:
-            return (f'<span class="vb-meta">Calculation {_esc(cid)}, done in code</span>'
-                    f'<span class="vb-calc"><code>{_esc(c.expression)} = {_esc(c.result)}</code></span>'), "calc"
-        return f'<span class="vb-meta">{_esc(cid)} does not match anything this run recorded.</span>', "unknown"
+            return (f'<span class="vb-meta">Calculation {esc(cid)}, done in code</span>'
+                    f'<span class="vb-calc"><code>{esc(c.expression)} = {esc(c.result)}</code></span>'), "calc"
+        return f'<span class="vb-meta">{esc(cid)} does not match anything this run recorded.</span>', "unknown"
 
 
 def passage_path(run_id: str, finding_id: str) -> str:
@@ -154,11 +154,11 @@ def finding_card(f: Finding, src: Source | None, run_id: str = "") -> str:
     the app's view of its text, at the quote)."""
     title = (src.title if src else None) or "Untitled source"
     date = (src.published if src else None) or "undated"
-    parts = [f'<span class="vb-quote">“{_esc(f.quote)}”</span>',
-             f'<span class="vb-meta"><span class="vb-title">{_esc(title)}</span> · {_esc(date)} · '
-             f'support {_esc(f.support)}, confidence {_esc(f.confidence)}</span>']
+    parts = [f'<span class="vb-quote">“{esc(f.quote)}”</span>',
+             f'<span class="vb-meta"><span class="vb-title">{esc(title)}</span> · {esc(date)} · '
+             f'support {esc(f.support)}, confidence {esc(f.confidence)}</span>']
     if src is not None and src.kind == "document":
-        parts.append(f'<span class="vb-meta">{_esc(document_place(f, src))}</span>')
+        parts.append(f'<span class="vb-meta">{esc(document_place(f, src))}</span>')
         if run_id:
             parts.append(_link(passage_path(run_id, f.id), "Open the passage in the document's text ↗",
                                cls="vb-open"))
@@ -175,7 +175,7 @@ def _link(url: str, label_html: str, cls: str = "vb-link") -> str:
 
 
 def _a(url: str, cls: str = "vb-link") -> str:
-    return (f'<a class="{cls}" href="{_esc(url)}" target="_blank" rel="noopener noreferrer nofollow" '
+    return (f'<a class="{cls}" href="{esc(url)}" target="_blank" rel="noopener noreferrer nofollow" '
             'referrerpolicy="no-referrer">')
 
 
@@ -225,40 +225,40 @@ class _Renderer(RendererHTML):
     def text(self, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
         text = tokens[idx].content
         if env["in_link"]:
-            return _esc(text)
+            return esc(text)
         out, pos = [], 0
         for m in _URL.finditer(text):  # bare addresses of fetched sources become links
             if (target := env["ev"].link_to(m.group(0))) is not None:
-                out += [_esc(text[pos:m.start()]), _link(target, _esc(m.group(0)))]
+                out += [esc(text[pos:m.start()]), _link(target, esc(m.group(0)))]
                 pos = m.end()
-        return "".join(out) + _esc(text[pos:])
+        return "".join(out) + esc(text[pos:])
 
     def code_inline(self, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
-        return f"<code>{_esc(tokens[idx].content)}</code>"
+        return f"<code>{esc(tokens[idx].content)}</code>"
 
     def code_block(self, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
         code = tokens[idx].content.removesuffix("\n")
-        return f"<pre><code>{_esc(code)}</code></pre>\n"
+        return f"<pre><code>{esc(code)}</code></pre>\n"
 
     fence = code_block  # the info string is dropped: no language class
 
     def html_block(self, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
-        return _esc(tokens[idx].content)  # raw HTML is off in the parser; were it on, it would still be text
+        return esc(tokens[idx].content)  # raw HTML is off in the parser; were it on, it would still be text
 
     html_inline = html_block
 
     def image(self, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
-        return _esc(tokens[idx].meta["source"])  # never an <img>: the Markdown as written
+        return esc(tokens[idx].meta["source"])  # never an <img>: the Markdown as written
 
     def link_open(self, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
         if (target := env["ev"].link_to(tokens[idx].meta["href"])) is None:
             return "["
         env["in_link"] = True
-        return _a(target) + (_esc(target) if tokens[idx + 1].type == "link_close" else "")
+        return _a(target) + (esc(target) if tokens[idx + 1].type == "link_close" else "")
 
     def link_close(self, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
         if env["ev"].link_to(tokens[idx].meta["href"]) is None:
-            return _esc(tokens[idx].meta["tail"])
+            return esc(tokens[idx].meta["tail"])
         env["in_link"] = False
         return "</a>"
 
@@ -331,19 +331,19 @@ def sources_html(rr: RunResult, evidence: Evidence | None = None) -> str:
     items = []
     for f in cited_findings(rr):
         src = ev.sources.get(f.source)
-        title = _esc((src.title if src else None) or "Untitled source")
+        title = esc((src.title if src else None) or "Untitled source")
         if src is not None and src.kind == "document":
             if ev.run_id:
                 title = _link(passage_path(ev.run_id, f.id), title)
-            where = f'<span class="vb-url">{_esc(document_place(f, src))}</span>'
+            where = f'<span class="vb-url">{esc(document_place(f, src))}</span>'
         elif src is not None and safe_href(src.final_url):
             title = _link(text_fragment_url(src.final_url, f.quote), title)
-            where = f'<span class="vb-url">{_esc(src.final_url)}</span>'
+            where = f'<span class="vb-url">{esc(src.final_url)}</span>'
         else:
             where = '<span class="vb-url">address not recorded</span>'
-        date = _esc((src.published if src else None) or "undated")
-        items.append(f'<li id="vb-src-{_esc(f.id)}"><span class="vb-fid">[{_esc(f.id)}]</span> {title} · {date}<br>'
-                     f'{where}<blockquote class="vb-src-quote">“{_esc(f.quote)}”</blockquote></li>')
+        date = esc((src.published if src else None) or "undated")
+        items.append(f'<li id="vb-src-{esc(f.id)}"><span class="vb-fid">[{esc(f.id)}]</span> {title} · {date}<br>'
+                     f'{where}<blockquote class="vb-src-quote">“{esc(f.quote)}”</blockquote></li>')
     body = "".join(items) or "<li>No finding was cited.</li>"
     return f'<h3>Sources</h3><ol class="vb-sources">{body}</ol>'
 
@@ -401,16 +401,16 @@ def notes_html(rr: RunResult, evidence: Evidence | None = None) -> str:
     inline = _Citations(ev, cards=True)
     parts = []
     if rr.report.gaps:
-        items = "".join(f"<li>{inline.cite(gid)} {_esc(g)}</li>" for gid, g in ev.gaps.items())
+        items = "".join(f"<li>{inline.cite(gid)} {esc(g)}</li>" for gid, g in ev.gaps.items())
         parts.append(f'<h4>Not established</h4><ul class="vb-notes">{items}</ul>')
     if rr.report.conflicts:
-        items = "".join(f"<li>{_esc(c.description)} {''.join(inline.cite(i) for i in c.findings)}</li>"
+        items = "".join(f"<li>{esc(c.description)} {''.join(inline.cite(i) for i in c.findings)}</li>"
                         for c in rr.report.conflicts)
         parts.append(f'<h4>Sources disagree</h4><ul class="vb-notes">{items}</ul>')
     if rr.problems:
         items = "".join(
-            f'<li><span class="vb-kind">{_esc(p.kind)}</span> {_esc(p.message)}'
-            + (f'<br><span class="vb-meta">in: “{_esc(p.sentence)}”</span>' if p.sentence else "") + "</li>"
+            f'<li><span class="vb-kind">{esc(p.kind)}</span> {esc(p.message)}'
+            + (f'<br><span class="vb-meta">in: “{esc(p.sentence)}”</span>' if p.sentence else "") + "</li>"
             for p in rr.problems)
         parts.append(f'<h4>Problems left</h4><ul class="vb-notes vb-problems">{items}</ul>')
     if not parts:
