@@ -92,6 +92,7 @@ FOCUS: list[Any] = [
      "what", None, "title", False),
     ("What is the name of the company that makes the Roomba robot vacuum cleaner?",
      ANY, "company", "organisation", False),
+    ("What is the name of the interior minister who announced the plan?", ANY, "minister", "person", False),
     ("How long did the 2018-2019 United States federal government shutdown last?", "how long", None, "number", False),
     ("How many years did Nelson Mandela spend in prison before his release in February 1990?",
      "how many", "years", "number", False),

@@ -323,7 +323,8 @@ def test_a_near_miss_that_says_little_of_the_question_is_left_to_a_gap() -> None
 
 def test_sentence_ends_words_and_paragraphs_are_read_as_before() -> None:
     # The former _END and _LAST_WORD restarted at each character of a long run (quadratic), and paragraphs were
-    # built by copying the paragraph so far at each hard-wrapped line (quadratic).
+    # built by copying the paragraph so far at each hard-wrapped line (quadratic); the reference keeps that form,
+    # with the later rule that a line ending on a word of _RUN_ON runs on.
     end = re.compile(r"[.!?…]+[\"'”’»)\]]*(?=\s|$)|[。！？]+[」』”’)]*")
     last_word = re.compile(r"[\w.'’-]*$")
     line = re.compile(r"[^\n]+")
@@ -336,7 +337,9 @@ def test_sentence_ends_words_and_paragraphs_are_read_as_before() -> None:
             if blocks:
                 prev = text[blocks[-1][0]:blocks[-1][1]].rstrip()
                 between = text[blocks[-1][1]:m.start()]
-                if between.count("\n") == 1 and m.group()[:1].islower() and prev and prev[-1] not in ".!?:;\"”’)]":
+                run_on = prev.split()[-1] in sentences._RUN_ON and m.group()[:1].isalpha()
+                if between.count("\n") == 1 and (m.group()[:1].islower() and prev and prev[-1] not in ".!?:;\"”’)]"
+                                                  or run_on):
                     blocks[-1] = (blocks[-1][0], m.end())
                     continue
             blocks.append((m.start(), m.end()))
@@ -437,3 +440,39 @@ def test_a_part_about_an_earlier_answer_waits_for_it() -> None:
              page("S2", "Sweden beat Japan 3-1 in the Harbor Cup final in 2020, its first title.",
                   "Sweden wins the 2020 Harbor Cup")]
     assert all(p is not None and select_sentences(p, pages) == [] for p in parts)
+
+
+def test_a_hard_wrapped_line_ending_on_and_runs_on_before_a_capital() -> None:
+    text = "(Contributed by Ada Byron, Tim Berners and\nGrace Hopper in bpo-101.)\nA new line starts here."
+    assert texts(text) == ["(Contributed by Ada Byron, Tim Berners and\nGrace Hopper in bpo-101.)",
+                           "A new line starts here."]
+    assert texts("Menu\nNews\nSport") == ["Menu", "News", "Sport"]  # lines with no sentence to run on stay apart
+
+
+def test_a_page_of_the_site_a_part_names_is_that_site_s_own_word() -> None:
+    """"What rating did FactDesk give?": on factdesk.org a sentence need not say "FactDesk" (its own page does)."""
+    part = "What rating did FactDesk give the senator's claim about border seizures?"
+    text = "The senator spoke in Ohio on Friday. We rate the claim about border seizures Half True."
+    own = PageText(source_id="S1", title="Fact-check: border seizures", text=text, site="www.factdesk.org")
+    assert [p.text for p in select_sentences(part, [own], k=1)] == [
+        "We rate the claim about border seizures Half True."]
+    other = PageText(source_id="S1", title="Fact-check: border seizures", text=text, site="www.elsewhere.org")
+    assert select_sentences(part, [other]) == []
+
+
+def test_a_sentence_that_restates_the_part_may_tell_its_verb_in_other_words() -> None:
+    """"Which executive blamed a coding glitch for the outage?" is answered by "X said a coding glitch led to the
+    outage"; a sentence that says only one of the part's words in other verbs is not, nor is a hope of it."""
+    part = "Which Globex executive blamed overwhelming demand and a coding glitch for the streaming outage?"
+    said = ("Globex executive Dana Reyes said overwhelming demand and a coding glitch led to the streaming outage "
+            "last week.")
+    other = "Globex executive Sam Lee said the outage was over."
+    picks = select_sentences(part, [page("S1", f"{said} {other}", "Globex streaming outage")])
+    assert [p.text for p in picks] == [said]
+    hedged = "When was the streaming outage fixed by Globex engineers after overwhelming demand and a coding glitch?"
+    filler = " The office opens at nine. Sales rose in May."
+    ended = ("Globex engineers ended the streaming outage, caused by overwhelming demand and a coding glitch, on "
+             "March 3, 2020.")
+    assert [p.text for p in select_sentences(hedged, [page("S1", ended + filler, "Globex outage")])] == [ended]
+    maybe = ended.replace("ended", "may end")
+    assert select_sentences(hedged, [page("S1", maybe + filler, "Globex outage")]) == []

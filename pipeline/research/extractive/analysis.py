@@ -193,8 +193,8 @@ def focus_of(text: str) -> Focus:
     """The wh-word, head noun and answer type of one question part, read from its first wh-word on (a "who" in a
     relative clause later on does not make "What sentence did X, who ..., receive?" ask for a name)."""
     asked = strip_request(text)
-    if m := _NAME_OF.search(asked):
-        head = m.group("head").lower()
+    if m := _NAME_OF.search(asked):  # "the name of the interior minister": the head is "minister"
+        head = _head_after(asked[m.start("head"):]) or m.group("head").lower()
         return Focus(wh="name", head=head, answer_type=_type_of_head(head) or "name", slot=_slot("name", head))
     first = _WH.search(asked)
     if first is None:

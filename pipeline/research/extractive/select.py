@@ -44,6 +44,8 @@ MIN_SCORE = 0.35  # no sentence is kept whose score (the share of the part's idf
 # (0.812 and 0.81 at 0.35): 0.30: 0.824, 0.56; 0.40: 0.794, 0.88.
 FRAGMENT_FACTOR = 0.5  # a line with no closing punctuation and few words: a headline, caption or list item.
 # 1: 0.759 (noise and failure-set fall, asked and pydocs rise).
+RESTATES = 0.6  # a sentence that says this share of the part's topic (idf-weighted, two words at least) may tell
+# its verb in other words ("Which executive blamed a glitch for the problems?": "X said a glitch led to problems").
 NEAR_DUPLICATE = 0.6  # term-set Jaccard at or above which a sentence repeats a pick (unless its answer differs);
 # no dev effect from 0.6 to 0.9: it keeps one wire story from being quoted twice.
 CONTEXT_SENTENCES = 2  # the context of a sentence: this many either side, and its page's title and lede
@@ -60,12 +62,14 @@ _YEAR = re.compile(r"(?<![\w.,])(?:1[5-9]\d\d|20\d\d)(?!\w|[.,]\d)")
 
 
 class PageText(BaseModel):
-    """A fetched page as the selector sees it: its source id (S1...), title, extracted text and date."""
+    """A fetched page as the selector sees it: its source id (S1...), title, extracted text, date and site (the host
+    name it was fetched from, if any)."""
 
     source_id: str
     title: str | None = None
     text: str
     published: str | None = None
+    site: str | None = None
 
 
 class Pick(BaseModel):
@@ -134,7 +138,8 @@ class SentenceIndex:
                 for term in set(terms):
                     index.postings[term].append(s_id)
                 vocabulary.update(terms)
-            title = page.title or ""
+            # The site's name counts as the title's: on politifact.com every sentence is PolitiFact's.
+            title = f"{page.title or ''} {_site_name(page.site)}"
             lede = index.sentences[index.first[p]: index.first[p] + LEDE_SENTENCES]
             index.page_terms.append(frozenset(vocabulary | set(content_terms(title, stemmed=True))))
             index.vocabulary |= index.page_terms[-1]
@@ -157,6 +162,18 @@ class SentenceIndex:
         """BM25 idf over the sentences; a term found in no sentence gets the highest value."""
         n, df = len(self.sentences), len(self.postings.get(term, ()))
         return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def _site_name(host: str | None) -> str:
+    """The words of a host name that name its site: "www.politifact.com" -> "politifact", "news.bbc.co.uk" ->
+    "news bbc"; "" for an address or a one-label host."""
+    labels = (host or "").lower().split(".")
+    if len(labels) < 2 or all(label.isdigit() for label in labels):
+        return ""
+    labels.pop()  # the top-level domain
+    if len(labels) > 1 and labels[-1] in ("co", "com", "org", "net", "gov", "ac", "edu"):
+        labels.pop()  # "bbc.co.uk"
+    return " ".join(label for label in labels if label not in ("www", "m", "amp"))
 
 
 def _is_fragment(text: str) -> bool:
@@ -196,6 +213,14 @@ def _happened(predicates: list[str], text: str) -> bool:
             j > 1 and words[j - 1] in ("be", "have", "been") and (words[j - 2] in _NEGATIONS or modal(j - 2)))
 
     return any(_related(p, stem(w)) and not unreal(j) for j, w in enumerate(words) for p in predicates)
+
+
+def _hedged(text: str) -> bool:
+    """Whether `text` says anything as only wished, expected, possible or denied: a modal, "to" after a word of
+    intent, or a negation."""
+    words = [w.lower() for w in _WORD.findall(text)]
+    return any(w in _IRREALIS or w in _NEGATIONS or w == "to" and j > 0 and stem(words[j - 1]) in _INTENT
+               for j, w in enumerate(words))
 
 
 def _dependent(s: _Sentence) -> bool:
@@ -280,7 +305,8 @@ def _about(names: list[_Name], terms: AbstractSet[str]) -> bool:
     return 2 * sum(1 for name in names if _named(name, terms)) >= len(names)
 
 
-def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value], names: list[_Name]) -> bool:
+def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value], names: list[_Name],
+              restates: bool) -> bool:
     s = index.sentences[s_id]
     if s.question:
         return False  # a question is no answer
@@ -289,9 +315,11 @@ def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value
         return False  # it says nothing of what is asked (a short follow-up may say it through the sentence before)
     if asked.part.focus.answer_type in TYPED and not values:
         return False
-    if asked.predicates and not any(_related(p, t) for p in asked.predicates for t in s.tf):
+    if asked.predicates and not restates and not any(_related(p, t) for p in asked.predicates for t in s.tf):
         return False  # "Which firm won ...?" is not answered by a sentence about the competition that says no winner
-    if asked.predicates and asked.part.past and not _happened(asked.predicates, s.span.text):
+    if asked.predicates and asked.part.past and not _happened(asked.predicates, s.span.text) and not (
+            restates and not any(_related(p, t) for p in asked.predicates for t in s.tf)
+            and not _hedged(s.span.text)):
         return False  # "Where was the deal signed?" is not answered by "he hoped to sign it in Chile"
     around, years = index.around(s_id)
     head = stem(asked.part.focus.head or "")
@@ -335,6 +363,7 @@ def select_sentences(part: Part | str, pages: Sequence[PageText] | SentenceIndex
     keys = asked.topic or set(asked.weights)
     candidates = {s_id for t in keys for s_id in index.postings.get(t, ())}
     names = _names(asked, idf, index.vocabulary)
+    topic_weight = sum(idf[t] for t in asked.topic)
     about = [_about(names, terms) for terms in index.page_terms]
     scored: list[tuple[float, int, list[Value]]] = []
     for s_id in sorted(candidates):
@@ -342,7 +371,9 @@ def select_sentences(part: Part | str, pages: Sequence[PageText] | SentenceIndex
         if not about[s.page]:
             continue  # a page that never names what the part is about cannot answer it
         values = answer_values(s.span.text, part)
-        if not _eligible(asked, index, s_id, values, names):
+        said = sum(idf[t] for t in asked.topic if t in s.tf)
+        restates = len(asked.topic & s.tf.keys()) >= 2 and said >= RESTATES * topic_weight
+        if not _eligible(asked, index, s_id, values, names, restates):
             continue
         around, _years = index.around(s_id)
         norm = K1 * (1 - B + B * len(s.terms) / index.avg_len)

@@ -37,9 +37,17 @@ class Span(NamedTuple):
     text: str
 
 
+# Words a sentence cannot end on: a hard-wrapped line ending with one runs on even before a capital ("Contributed by
+# Pablo Galindo, Tim Peters and\nLarry Hastings").
+_RUN_ON = frozenset(word_list("""
+    and or nor but of by the a an to in on at for from with as than that whose which who via per into onto
+"""))
+
+
 def _blocks(text: str) -> list[tuple[int, int]]:
     """Paragraphs: each line, except that a line not ending a sentence, followed by one newline and a
-    lowercase letter (not indented), runs on (hard-wrapped text)."""
+    lowercase letter (not indented), runs on (hard-wrapped text); so does a line ending with a word of _RUN_ON, followed
+    by one newline and a word (not indented)."""
     blocks: list[tuple[int, int]] = []
     last = ""  # the last character (not a space) of the last block: of its last line, which is never blank
     for m in _LINE.finditer(text):
@@ -49,14 +57,21 @@ def _blocks(text: str) -> list[tuple[int, int]]:
         if blocks:
             prev_start, prev_end = blocks[-1]
             between = text[prev_end:m.start()]
+            line_before = text[max(prev_start, prev_end - 12):prev_end]
             first = line[:1]  # an indented line (code, a quoted block) never runs on
-            if between.count("\n") == 1 and first.islower() and last not in ".!?:;\"”’)]":
+            if between.count("\n") == 1 and (first.islower() and last not in ".!?:;\"”’)]"
+                                              or first.isalpha() and _last_word(line_before) in _RUN_ON):
                 blocks[-1] = (prev_start, m.end())
                 last = line.rstrip()[-1]
                 continue
         blocks.append((m.start(), m.end()))
         last = line.rstrip()[-1]
     return blocks
+
+
+def _last_word(text: str) -> str:
+    words = text.split()
+    return words[-1] if words else ""  # as written: "Plan A" does not end on the article "a"
 
 
 def _is_boundary(block: str, m: re.Match[str]) -> bool:

@@ -55,8 +55,7 @@ def select_findings(question: str, plan: Plan, ctx: RunContext) -> list[Problem]
     ctx.events.emit(StepEvent(name=STEP, status="started", sub_questions=len(plan.sub_questions)))
     sources = ctx.notebook.sources()
     by_id = {s.id: s for s in sources}
-    index = SentenceIndex.build([PageText(source_id=s.id, title=s.title, text=ctx.notebook.text(s.id),
-                                          published=s.published) for s in sources])
+    index = _index(sources, ctx)
     parts = parts_of(question, plan)
     problems: list[Problem] = []
     recorded = 0
@@ -92,15 +91,20 @@ def weak_parts(question: str, plan: Plan, ctx: RunContext) -> set[str]:
     only one page says it (nothing corroborates it, and nothing could show a conflict). For a part whose answer is a
     name, a figure or a date, a page corroborates the best answer only by offering that same value. Nothing is
     recorded."""
-    sources = ctx.notebook.sources()
-    index = SentenceIndex.build([PageText(source_id=s.id, title=s.title, text=ctx.notebook.text(s.id),
-                                          published=s.published) for s in sources])
+    index = _index(ctx.notebook.sources(), ctx)
     parts = parts_of(question, plan)
     weak = set()
     for sq in plan.sub_questions:
         if sq.queries and not _corroborated(parts[sq.id], select_sentences(parts[sq.id], index, k=6)):
             weak.add(sq.id)
     return weak
+
+
+def _index(sources: list[Source], ctx: RunContext) -> SentenceIndex:
+    """The sentences of every page read, each page with its title, date and site."""
+    return SentenceIndex.build([PageText(source_id=s.id, title=s.title, text=ctx.notebook.text(s.id),
+                                         published=s.published, site=urlsplit(s.final_url or s.url).hostname)
+                                for s in sources])
 
 
 def _corroborated(part: Part, picks: list[Pick]) -> bool:
