@@ -236,6 +236,10 @@ LONG_ARDERN = ("When did Jacinda Ardern, the New Zealand prime minister who beca
                "would resign, a decision she revealed at a Labour Party retreat in Napier in January 2023?")
 
 PARTS: list[Any] = [
+    ("What range did Orbex's engineers reach for the XR. NOVA rocket shown at the 2021 Paris Air Show, and what does "
+     "it cost?", ["What range did Orbex's engineers reach for the XR. NOVA rocket shown at the 2021 Paris Air Show?",
+                  "What does it cost?"]),  # an acronym's stop inside a question is no sentence end
+    ("Who runs NASA. What is its budget?", ["Who runs NASA.", "What is its budget?"]),
     ("Which firm designed the new Tottenham Hotspur Stadium, and which company built it?",
      ["Which firm designed the new Tottenham Hotspur Stadium?", "Which company built it?"]),
     ("Who founded SpaceX, and how much did NASA pay the company for its first crewed flight in 2020?",

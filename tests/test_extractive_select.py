@@ -476,3 +476,22 @@ def test_a_sentence_that_restates_the_part_may_tell_its_verb_in_other_words() ->
     assert [p.text for p in select_sentences(hedged, [page("S1", ended + filler, "Globex outage")])] == [ended]
     maybe = ended.replace("ended", "may end")
     assert select_sentences(hedged, [page("S1", maybe + filler, "Globex outage")]) == []
+
+
+def test_a_sentence_that_names_the_answer_s_kind_comes_first() -> None:
+    """"In which journal was the study published?": the sentences that say "journal" beside a title answer it; the
+    ones that only restate the study come after them."""
+    part = "In which journal was the study published that found rates of sleep loss rose among teenage gamers?"
+    restating = ("Rates of sleep loss have risen among teenage gamers in Ohio, according to a study by Ohio State "
+                 "University. Sleep loss among teenage gamers rose by 12 percent, the Ohio State study found.")
+    naming = "The authors of the study published in the journal Sleep Medicine Reports argued for limits."
+    picks = select_sentences(part, [page("S1", f"{restating} {naming}", "Sleep loss rose among teenage gamers")], k=2)
+    assert picks and picks[0].text == naming
+
+
+def test_shared_with_a_reporter_is_telling_them() -> None:
+    part = "Which Acme project manager told CarNews.com how engineers improved chassis rigidity on the Roadster?"
+    said = ("Acme Project Manager Rin Sato shared with CarNews.com that they have improved chassis rigidity on the "
+            "Roadster by adding braces.")
+    picks = select_sentences(part, [page("S1", f"{said} The Roadster goes on sale in May.", "Acme Roadster")])
+    assert [p.text for p in picks] == [said]

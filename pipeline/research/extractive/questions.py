@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from .analysis import NAMED, Part, analyse_part
 from .terms import ABBREVIATIONS, QUESTION_WORDS, STOP_WORDS, content_terms, strip_request, word_list
+from .sentences import STARTERS
 
 __all__ = ["SubQuery", "SplitResult", "split_question", "split_question_result", "content_terms",
            "MAX_QUESTION_CHARS"]
@@ -42,6 +43,7 @@ _NO_LIST = re.compile(r"\b(?:compare[ds]?|comparison|versus|vs|differ\w*|between
 _QUESTION_MARKS = "?？؟"
 _ENDS = _QUESTION_MARKS + "!;。！"
 _HARD_END = re.compile(r"[?？؟!;。！]+|\n+")
+_ACRONYM = re.compile(r"[A-Z]{2,4}")
 _STOP_THEN_CAPITAL = re.compile(r"\.[\"'”’)]*\s+(?=[\"“¿¡(]?[A-Z])")
 # "and"/";" before a clause, or a comma before a question word: the right side may be a question of its own.
 # A space run is matched from its first character only ((?<!\s)), and whole (`++`: a word follows): a search would
@@ -106,6 +108,11 @@ def _sentences(text: str) -> list[str]:
             last = words[-1].lower().strip("\"'“”(") if words else ""
             if not last or last in ABBREVIATIONS or len(last.rstrip(".")) == 1 and last[:1].isalpha():
                 continue
+            rest = chunk[m.end():]
+            first = rest.split(" ", 1)[0].lower().strip("¿¡\"“(")
+            opens = first in _CLAUSE_OPENERS or first in STARTERS or strip_request(rest) != rest
+            if _ACRONYM.fullmatch(words[-1]) and _asks(chunk[begin:m.start()]) and not opens:
+                continue  # "What drag did VW achieve for the ID. SPACE VIZZION?": a name's stop inside a question
             sentences.append(chunk[begin:m.start() + 1])
             begin = m.end()
         sentences.append(chunk[begin:])

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel
 
-from .analysis import NAME_KINDS, TITLES, TYPED, Part, analyse_part
+from .analysis import NAME_KINDS, NAMED, TITLES, TYPED, Part, analyse_part
 from .answers import Value, answer_values, same_value
 from .sentences import Span, split_sentences
 from .terms import IRREGULAR, content_terms, stem, terms_of, word_list
@@ -263,7 +263,7 @@ _FAMILIES = [frozenset(stem(w) for w in group.split()) for group in (
     "die died death dead kill killed",
     "sell sold sale",
     "lead leader head chief",
-    "say said tell told state announce",
+    "say said tell told state announce share explain confirm",
     "add added introduce new support",
 )]
 
@@ -392,7 +392,12 @@ def select_sentences(part: Part | str, pages: Sequence[PageText] | SentenceIndex
     best = scored[0][0]
     if best < MIN_SCORE:
         return []  # the best candidate says too little of what is asked: a near miss, named as a gap
-    return _diverse(index, [x for x in scored if x[0] >= RELATIVE * best], k, per_page)
+    kept = [x for x in scored if x[0] >= RELATIVE * best]
+    head = stem(part.focus.head or "")
+    if part.focus.answer_type in NAMED and head in part.focus.slot:
+        # "In which journal ...?": a sentence that names the answer's kind ("the journal JAMA Psychiatry") comes first.
+        kept.sort(key=lambda x: head not in index.sentences[x[1]].tf)
+    return _diverse(index, kept, k, per_page)
 
 
 def _diverse(index: SentenceIndex, ranked: list[tuple[float, int, list[Value]]], k: int,

@@ -20,7 +20,7 @@ _WORD_REVERSED = re.compile(r"[\w.'’-]*+")
 _NEXT = re.compile(r"\s*(\S?)(\S*)")
 _OPENERS = "\"'“‘«([¿¡"
 # After a dotted acronym ("U.S.", "p.m."), these words start a new sentence.
-_STARTERS = frozenset(word_list("""
+STARTERS = frozenset(word_list("""
     the a an he she it they we i but and in on at this that these those there his her its their our for
     after when while if as so yet however meanwhile
 """))
@@ -98,7 +98,7 @@ def _is_boundary(block: str, m: re.Match[str]) -> bool:
         return False  # an initial: "J. K. Rowling"
     if word in ABBREVIATIONS or "." in word and re.fullmatch(r"(?:\w\.)+\w", word):
         # "Mr. Smith" never ends; a dotted acronym ("U.S.", "p.m.") ends when a typical sentence start follows
-        return "." in word and (first + rest).strip(_OPENERS + ",").lower() in _STARTERS
+        return "." in word and (first + rest).strip(_OPENERS + ",").lower() in STARTERS
     return True
 
 
