@@ -13,8 +13,8 @@ import re
 from pydantic import BaseModel, Field
 
 from .analysis import NAMED, Part, analyse_part
-from .terms import ABBREVIATIONS, QUESTION_WORDS, STOP_WORDS, content_terms, strip_request, word_list
 from .sentences import STARTERS
+from .terms import ABBREVIATIONS, QUESTION_WORDS, STOP_WORDS, content_terms, strip_request, word_list
 
 __all__ = ["SubQuery", "SplitResult", "split_question", "split_question_result", "content_terms",
            "MAX_QUESTION_CHARS"]
