@@ -93,6 +93,8 @@ FOCUS: list[Any] = [
     ("What is the name of the company that makes the Roomba robot vacuum cleaner?",
      ANY, "company", "organisation", False),
     ("What is the name of the interior minister who announced the plan?", ANY, "minister", "person", False),
+    ("How many of the customers who signed up for the free trial converted?", "how many", "customers", "number",
+     False),
     ("How long did the 2018-2019 United States federal government shutdown last?", "how long", None, "number", False),
     ("How many years did Nelson Mandela spend in prison before his release in February 1990?",
      "how many", "years", "number", False),
@@ -213,6 +215,10 @@ CONSTRAINTS: list[Any] = [
      [("name", "Kevin King", False), ("name", "Timothy Weeks", False), ("name", "Taliban", True)], ()),
     ("How many American troops are stationed in Germany?", [("name", "American", True), ("name", "Germany", False)],
      ()),
+    ('How much did Ann Holt weigh at her March 2019 physical, her last full exam before the trip to Mercy Hospital '
+     'that her office described as "routine"?',
+     [("name", "Ann Holt", False), ("year", "2019", False), ("name", "Mercy Hospital", True),
+      ("quoted", "routine", True)], ("March",)),  # ", her last full exam ...": an appositive opened by a possessive
 ]
 
 

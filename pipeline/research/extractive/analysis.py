@@ -49,6 +49,7 @@ _HEADS: dict[str, frozenset[str]] = {
         method keyword package library operator account handle hashtag brand model journal magazine name
         nickname term word phrase""")),
 }
+DATE_HEADS: frozenset[str] = _HEADS["date"]
 # Kinds of thing whose proper names carry the kind: "Wembley Stadium", "Bagram Air Base", "Harvard University", "the
 # Nobel Prize". A sentence that answers "which stadium" says "stadium", or a sentence beside it does; a sentence
 # that names no stadium answers another question. Classes named without the kind ("which city": "Paris"; "which
@@ -61,6 +62,7 @@ TITLES: frozenset[str] = frozenset(stem(w) for w in _HEADS["person"] | set(word_
     "rep sen gov mr mrs ms dr premier")))
 _HOW_NUMBER = re.compile(r"\bhow\s+(?:many|much|long|far|big|large|small|tall|high|low|short|old|often|fast|quickly|"
                          r"slowly|heavy|deep|wide|hot|cold|expensive|costly|soon)\b", re.I)
+_OF_THE = re.compile(r"^\s*+of\s++(?:the|its|their|his|her|these|those)\s++", re.I)
 _WHEN = re.compile(r"\b(?:when|since\s+when|by\s+when)\b", re.I)
 _WHERE = re.compile(r"\bwhere\b", re.I)
 _WHO = re.compile(r"\bwho(?:m|se)?\b", re.I)
@@ -91,7 +93,8 @@ _NAME = re.compile(r"(?:(?:(?<![\w'’.-])[a-z]++(?=[A-Z]))?[A-Z][\w'’.-]*+|\d
 # long run and read on to its end. After a relative pronoun, the old `\s+(?!(?:is|...)\b)` gave back one space when
 # "is" followed (a run of two or more spaces matched): `\s(?=\s)` says so without retrying the clause per space.
 _DESCRIPTION = re.compile(
-    r",\s++(?:the|a|an|who|whom|whose|which|that|known|best|widely|now|then|formerly|once)\b[^,?;]*+(?=,|\?|$)"
+    r",\s++(?:the|a|an|his|her|its|their|who|whom|whose|which|that|known|best|widely|now|then|formerly|once)\b"
+    r"[^,?;]*+(?=,|\?|$)"
     r"|,?(?<!\s)\s*+\b(?:according\s++to|as\s++reported\s++by|reported\s++by|cited\s++by)\b[^,?;]*+"
     r"|,\s*+per\s++(?:the\s++)?[A-Z][^,?;]*+"
     r"|(?<=[A-Za-z])\s++(?:who|whose|which|that)(?:\s++(?!(?:is|was|are|were|did|does|do)\b)|\s(?=\s))[^,?;]*+(?=,)",
@@ -147,6 +150,7 @@ class Part(BaseModel):
     predicates: list[str] = Field(default_factory=list)  # stemmed verbs of the core: what is said of the answer
     described: list[str] = Field(default_factory=list)  # of its appositives, relative clauses and attributions
     context_terms: list[str] = Field(default_factory=list)  # from an earlier part or a statement it leans on
+    stated_terms: list[str] = Field(default_factory=list)  # those of context_terms that a statement gives
     # The earlier part whose answer this one's subject pronoun stands for ("Which nation won X, and whom did it
     # beat?"): no sentence answers this part when none answers that one (select.py).
     answer_of: Part | None = Field(None, repr=False)
@@ -208,7 +212,7 @@ def focus_of(text: str) -> Focus:
 
 def _focus(tail: str, wh: str) -> Focus:
     if m := _HOW_NUMBER.match(tail):
-        head = _head_after(tail[m.end():])
+        head = _head_after(_OF_THE.sub("", tail[m.end():], count=1))  # "how many of the customers"
         return Focus(wh=m.group().lower(), head=head, answer_type="number",
                      slot=_slot(m.group().split()[-1], head if head and _type_of_head(head) else None))
     if wh in ("which", "what") and (which := _WHICH.match(tail)) is not None and (

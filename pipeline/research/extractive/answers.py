@@ -26,6 +26,7 @@ _PERSON = re.compile(r"(?:(?:Mc|Mac|O'|O’)?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’-]
 _MIXED_CASE = re.compile(r"(?<![\w@#])[a-z][a-z0-9]*[A-Z][\w]*")
 _SUM = re.compile(r"[$€£¥]|\b(?:dollars?|euros?|pounds?|yen|yuan|rupees?|francs?|usd|eur|gbp|million|billion|"
                   r"trillion|bn|m)\b|e[369]$|e12$", re.I)
+_CURRENCY = re.compile(r"[$€£¥%]|\b(?:dollars?|euros?|pounds?|yen|yuan|rupees?|francs?|usd|eur|gbp|percent)\b", re.I)
 _FIGURE_WORDS = re.compile(r"[$€£¥]?\s?\d[\d,.]*\s?(?:[a-z]+\b)?", re.I)
 _QUOTED = re.compile(r"[\"“«]([^\"“”«»]{2,80})[\"”»]")
 _FIGURE = re.compile(r"(?<![\w.])[$€£¥]?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent|per cent|million|billion|trillion|"
@@ -81,6 +82,12 @@ def names(sentence: str) -> list[str]:
     return found
 
 
+def _with(pattern: re.Pattern[str], value: str, sentence: str) -> bool:
+    """Whether `pattern` is found in figure `value`, or in the figure with its unit as `sentence` writes it."""
+    return bool(pattern.search(value)) or any(pattern.search(m.group()) for m in _FIGURE_WORDS.finditer(sentence)
+                                              if value.rstrip("%") in m.group().replace(",", ""))
+
+
 def figures(sentence: str, *, with_years: bool = False) -> list[str]:
     """The figures of `sentence` ("30", "$1.2 billion", "12%", "thirty"); years only `with_years`."""
     out = [m.group().strip() for m in _FIGURE.finditer(sentence) if with_years or not _YEAR.fullmatch(m.group())]
@@ -109,8 +116,9 @@ def answer_values(sentence: str, part: Part) -> list[Value]:
         raw += [m.group() for m in _AMOUNT_WORDS.finditer(sentence)  # "hundreds of thousands", "a third", "half"
                 if wanted & set(terms_of(sentence[:m.start()])[-WINDOW:] + terms_of(sentence[m.end():])[:WINDOW])]
         if part.focus.money:  # a sum: a currency sign or word, or millions and billions, stands with the figure
-            raw = [v for v in raw if _SUM.search(v) or any(_SUM.search(m.group()) for m in _FIGURE_WORDS.finditer(
-                sentence) if v.rstrip("%") in m.group().replace(",", ""))]
+            raw = [v for v in raw if _with(_SUM, v, sentence)]
+        elif part.focus.wh == "how many":  # a count: not a price ("$9.99 a month") nor a share ("12%")
+            raw = [v for v in raw if not _with(_CURRENCY, v, sentence)]
     elif kind == "date":
         raw = dates(sentence)
     else:

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel
 
-from .analysis import NAME_KINDS, NAMED, TITLES, TYPED, Part, analyse_part
+from .analysis import DATE_HEADS, NAME_KINDS, NAMED, TITLES, TYPED, Part, analyse_part
 from .answers import Value, answer_values, same_value
 from .sentences import Span, split_sentences
 from .terms import IRREGULAR, content_terms, stem, terms_of, word_list
@@ -305,6 +305,10 @@ def _about(names: list[_Name], terms: AbstractSet[str]) -> bool:
     return 2 * sum(1 for name in names if _named(name, terms)) >= len(names)
 
 
+# What a count or amount may be told without: "how many people" ("12 were hurt"), "how much money" ("$3m").
+_UNCOUNTED = frozenset(stem(w) for w in [*word_list("people persons times money"), *DATE_HEADS])
+
+
 def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value], names: list[_Name],
               restates: bool) -> bool:
     s = index.sentences[s_id]
@@ -321,8 +325,10 @@ def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value
             restates and not any(_related(p, t) for p in asked.predicates for t in s.tf)
             and not _hedged(s.span.text)):
         return False  # "Where was the deal signed?" is not answered by "he hoped to sign it in Chile"
-    around, years = index.around(s_id)
     head = stem(asked.part.focus.head or "")
+    if asked.part.focus.wh in ("how many", "how much") and head and head not in _UNCOUNTED and not _says({head}, s):
+        return False  # "How many subscribers ...?" is not answered by a count of games
+    around, years = index.around(s_id)
     if head in NAME_KINDS and not (_says({head}, s) or head in around):
         return False  # "Which stadium ...?" is not answered by a sentence that names a city (analysis.NAME_KINDS)
     if asked.years and (s.years or years) and not (s.years or years) & asked.years:
@@ -359,7 +365,11 @@ def select_sentences(part: Part | str, pages: Sequence[PageText] | SentenceIndex
     # A name's words that no page uses, when the pages use its others ("Tova" of "Tova Noel"), are how the question
     # writes the name, not what a sentence must say.
     unused = {t for name in asked.names if name & index.vocabulary for t in name - index.vocabulary}
-    total = sum(w * idf[t] for t, w in asked.weights.items() if t not in unused)
+    # A statement's words ("X said Y. What did Z find?") add to a sentence's score but are not owed: a long preamble
+    # does not make every sentence say too little. (An earlier part's words, which a part leaning on it inherits, are
+    # owed: they say which thing "its price" is of.)
+    stated = set(part.stated_terms)
+    total = sum(w * idf[t] for t, w in asked.weights.items() if t not in unused and t not in stated)
     keys = asked.topic or set(asked.weights)
     candidates = {s_id for t in keys for s_id in index.postings.get(t, ())}
     names = _names(asked, idf, index.vocabulary)
