@@ -506,20 +506,3 @@ def test_a_count_counts_what_the_part_asks_about() -> None:
     said = "Orbit signed up 1.2 million subscribers during its launch week, the company said."
     answer = page("S2", f"{said} Reviews of the streaming service were mixed.", "Orbit streaming service launches")
     assert [p.text for p in select_sentences(part, [near, answer])] == [said]
-
-
-def test_a_statement_before_the_question_is_not_owed_by_its_answer() -> None:
-    """A long statement before the question adds to a sentence's score but does not leave a sentence that answers
-    the question itself below the threshold."""
-    question = ("Senator Ann Holt, the Ohio Republican, said after touring the port of Toledo in October 2019 that "
-                "\"ten tons of steel a day are being dumped on our docks\". What daily tonnage did FactDesk estimate "
-                "from the fiscal 2019 customs data?")
-    from pipeline.research.extractive.questions import split_question_result
-
-    split = split_question_result(question).parts
-    assert len(split) == 1 and split[0].part is not None and split[0].part.stated_terms
-    said = "Divided by 365 days, the customs data give a daily tonnage of about 6.1 tons."
-    pages = [PageText(source_id="S1", title="Checking a claim on steel", site="www.factdesk.org",
-                      text=f"Customs publishes its data each year. {said} The office opens at nine.")]
-    picks = select_sentences(split[0].part, pages)
-    assert picks and picks[0].text == said

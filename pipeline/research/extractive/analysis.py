@@ -150,7 +150,6 @@ class Part(BaseModel):
     predicates: list[str] = Field(default_factory=list)  # stemmed verbs of the core: what is said of the answer
     described: list[str] = Field(default_factory=list)  # of its appositives, relative clauses and attributions
     context_terms: list[str] = Field(default_factory=list)  # from an earlier part or a statement it leans on
-    stated_terms: list[str] = Field(default_factory=list)  # those of context_terms that a statement gives
     # The earlier part whose answer this one's subject pronoun stands for ("Which nation won X, and whom did it
     # beat?"): no sentence answers this part when none answers that one (select.py).
     answer_of: Part | None = Field(None, repr=False)

@@ -375,7 +375,6 @@ def split_question_result(question: str, max_parts: int = 4) -> SplitResult:
         leans = _leans(sub, terms)
         inherited = (topic if leans else []) + context
         part = analyse_part(sub, content_terms(" ".join(inherited), stemmed=True))
-        part.stated_terms = [t for t in content_terms(" ".join(context), stemmed=True) if t in part.context_terms]
         if leans and previous is not None and previous.part is not None:  # "its price": the names "it" stands for
             part.constraints += [c for c in previous.part.constraints if c.kind == "name" and not c.soft
                                  and c not in part.constraints]

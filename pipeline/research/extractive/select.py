@@ -365,11 +365,7 @@ def select_sentences(part: Part | str, pages: Sequence[PageText] | SentenceIndex
     # A name's words that no page uses, when the pages use its others ("Tova" of "Tova Noel"), are how the question
     # writes the name, not what a sentence must say.
     unused = {t for name in asked.names if name & index.vocabulary for t in name - index.vocabulary}
-    # A statement's words ("X said Y. What did Z find?") add to a sentence's score but are not owed: a long preamble
-    # does not make every sentence say too little. (An earlier part's words, which a part leaning on it inherits, are
-    # owed: they say which thing "its price" is of.)
-    stated = set(part.stated_terms)
-    total = sum(w * idf[t] for t, w in asked.weights.items() if t not in unused and t not in stated)
+    total = sum(w * idf[t] for t, w in asked.weights.items() if t not in unused)
     keys = asked.topic or set(asked.weights)
     candidates = {s_id for t in keys for s_id in index.postings.get(t, ())}
     names = _names(asked, idf, index.vocabulary)
