@@ -305,8 +305,8 @@ def _about(names: list[_Name], terms: AbstractSet[str]) -> bool:
     return 2 * sum(1 for name in names if _named(name, terms)) >= len(names)
 
 
-# What a count or amount may be told without: "how many people" ("12 were hurt"), "how much money" ("$3m").
-_UNCOUNTED = frozenset(stem(w) for w in [*word_list("people persons times money"), *DATE_HEADS])
+# What a count may be told without: "how many people" ("12 were hurt"), "how many times", "how many years".
+_UNCOUNTED = frozenset(stem(w) for w in [*word_list("people persons times"), *DATE_HEADS])
 
 
 def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value], names: list[_Name],
@@ -326,7 +326,7 @@ def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value
             and not _hedged(s.span.text)):
         return False  # "Where was the deal signed?" is not answered by "he hoped to sign it in Chile"
     head = stem(asked.part.focus.head or "")
-    if asked.part.focus.wh in ("how many", "how much") and head and head not in _UNCOUNTED and not _says({head}, s):
+    if asked.part.focus.wh == "how many" and head and head not in _UNCOUNTED and not _says({head}, s):
         return False  # "How many subscribers ...?" is not answered by a count of games
     around, years = index.around(s_id)
     if head in NAME_KINDS and not (_says({head}, s) or head in around):
