@@ -246,6 +246,10 @@ PARTS: list[Any] = [
      "it cost?", ["What range did Orbex's engineers reach for the XR. NOVA rocket shown at the 2021 Paris Air Show?",
                   "What does it cost?"]),  # an acronym's stop inside a question is no sentence end
     ("Who runs NASA. What is its budget?", ["Who runs NASA.", "What is its budget?"]),
+    ("Which officer said the protesters were rioters and criminals who had no option but to surrender?",
+     ["Which officer said the protesters were rioters and criminals who had no option but to surrender?"]),
+    ("What share of Titan is covered by plains, and roughly how many tons of water vapor rise above Europa?",
+     ["What share of Titan is covered by plains?", "Roughly how many tons of water vapor rise above Europa?"]),
     ("Which firm designed the new Tottenham Hotspur Stadium, and which company built it?",
      ["Which firm designed the new Tottenham Hotspur Stadium?", "Which company built it?"]),
     ("Who founded SpaceX, and how much did NASA pay the company for its first crewed flight in 2020?",

@@ -137,7 +137,10 @@ def _opens_question(m: re.Match[str]) -> bool:
     if m.group("c"):
         return second in _AUXILIARIES or first == "how" or (first == "what" and second not in _PRONOUNS)
     third = (m.group("a3") or "").lower()
-    return first in _CLAUSE_OPENERS or second in QUESTION_WORDS or third in QUESTION_WORDS and first != "the"
+    # "and in which year", "and according to whom", "and roughly how many"; not a relative clause after a noun ("and
+    # criminals who had").
+    led = first in STOP_WORDS or first == "according" or first.endswith("ly")
+    return first in _CLAUSE_OPENERS or led and (second in QUESTION_WORDS or third in QUESTION_WORDS and first != "the")
 
 
 def _clauses(sentence: str) -> list[str]:
