@@ -20,7 +20,7 @@ ABILITIES = ("noise", "rejection", "integration", "counterfactual")
 ROLES = {"gold", "part", "noise", "near_miss", "wrong"}
 SPLITS = {"dev", "test"}
 KIND = {"noise": "single_page", "rejection": "unanswerable", "integration": "two_page", "counterfactual": "conflict"}
-SUITE_VERSION = "1"
+SUITE_VERSION = "1"  # a spec's own "version" overrides it (bumped when its questions change)
 _QID = re.compile(r"^[a-z]+-\d{2,3}$")
 
 
@@ -199,7 +199,7 @@ def build_ability(spec_path: Path, corpora: Path, suites: Path) -> int:
         (folder / "manifest.jsonl").write_text("".join(f"{e}\n" for e in entries), encoding="utf-8")
     (root / "README.md").write_text(_readme(spec), encoding="utf-8")
     shutil.copyfile(corpora / "news" / "LICENSE", root / "LICENSE")
-    suite = {"name": ability, "version": SUITE_VERSION, "corpus": f"{ability}/{questions[0]['id']}",
+    suite = {"name": ability, "version": str(spec.get("version", SUITE_VERSION)), "corpus": f"{ability}/{questions[0]['id']}",
              "description": spec["description"], "questions": [_suite_question(ability, q) for q in questions]}
     (suites / f"{ability}.json").write_text(json.dumps(suite, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return len(questions)
