@@ -248,6 +248,8 @@ PARTS: list[Any] = [
     ("Who runs NASA. What is its budget?", ["Who runs NASA.", "What is its budget?"]),
     ("Which officer said the protesters were rioters and criminals who had no option but to surrender?",
      ["Which officer said the protesters were rioters and criminals who had no option but to surrender?"]),
+    ("Which summit was held in France and Italy which hosted the talks?",
+     ["Which summit was held in France and Italy which hosted the talks?"]),
     ("What share of Titan is covered by plains, and roughly how many tons of water vapor rise above Europa?",
      ["What share of Titan is covered by plains?", "Roughly how many tons of water vapor rise above Europa?"]),
     ("Which firm designed the new Tottenham Hotspur Stadium, and which company built it?",

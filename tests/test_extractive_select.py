@@ -345,7 +345,8 @@ def test_sentence_ends_words_and_paragraphs_are_read_as_before() -> None:
             blocks.append((m.start(), m.end()))
         return blocks
 
-    tokens = [" ", "\n", "\n\n", ".", "..", "!", "?", "…", '"', "”", ")", "。", "」", "a", "B", "U.S", "'", "-", ":"]
+    tokens = [" ", "\n", "\n\n", ".", "..", "!", "?", "…", '"', "”", ")", "。", "」", "a", "B", "U.S", "'", "-", ":",
+              "and", "      "]
     for text in token_texts(tokens, count=3000):
         assert [m.span() for m in end.finditer(text)] == [m.span() for m in sentences._END.finditer(text)], text
         assert sentences._blocks(text) == former_blocks(text), text
@@ -447,6 +448,8 @@ def test_a_hard_wrapped_line_ending_on_and_runs_on_before_a_capital() -> None:
     assert texts(text) == ["(Contributed by Ada Byron, Tim Berners and\nGrace Hopper in bpo-101.)",
                            "A new line starts here."]
     assert texts("Menu\nNews\nSport") == ["Menu", "News", "Sport"]  # lines with no sentence to run on stay apart
+    assert texts("Tim Berners and" + " " * 14 + "\nGrace Hopper.") == ["Tim Berners and" + " " * 14 + "\nGrace Hopper."]
+    assert texts("Flights to Toronto" + " " * 14 + "\nBoarding now.") == ["Flights to Toronto", "Boarding now."]
 
 
 def test_a_page_of_the_site_a_part_names_is_that_site_s_own_word() -> None:
@@ -503,6 +506,9 @@ def test_a_count_counts_what_the_part_asks_about() -> None:
     near = page("S1", "Orbit launched with 22 games during its launch week. The Orbit service costs $9.99 a month for "
                       "subscribers. Reviews of the streaming service were mixed.", "Orbit streaming service launches")
     assert select_sentences(part, [near]) == []
+    tens = "Orbit signed up 12 subscribers on its first day, each paying $120 a year, during its launch week."
+    dozen = page("S2", f"{tens} Reviews of the streaming service were mixed.", "Orbit streaming service launches")
+    assert [p.text for p in select_sentences(part, [near, dozen])] == [tens]  # "12" is a count; "$120" a price
     said = "Orbit signed up 1.2 million subscribers during its launch week, the company said."
     answer = page("S2", f"{said} Reviews of the streaming service were mixed.", "Orbit streaming service launches")
     assert [p.text for p in select_sentences(part, [near, answer])] == [said]

@@ -199,7 +199,8 @@ def build_ability(spec_path: Path, corpora: Path, suites: Path) -> int:
         (folder / "manifest.jsonl").write_text("".join(f"{e}\n" for e in entries), encoding="utf-8")
     (root / "README.md").write_text(_readme(spec), encoding="utf-8")
     shutil.copyfile(corpora / "news" / "LICENSE", root / "LICENSE")
-    suite = {"name": ability, "version": str(spec.get("version", SUITE_VERSION)), "corpus": f"{ability}/{questions[0]['id']}",
-             "description": spec["description"], "questions": [_suite_question(ability, q) for q in questions]}
+    suite = {"name": ability, "version": str(spec.get("version", SUITE_VERSION)),
+             "corpus": f"{ability}/{questions[0]['id']}", "description": spec["description"],
+             "questions": [_suite_question(ability, q) for q in questions]}
     (suites / f"{ability}.json").write_text(json.dumps(suite, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return len(questions)

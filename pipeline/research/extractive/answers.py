@@ -26,7 +26,9 @@ _PERSON = re.compile(r"(?:(?:Mc|Mac|O'|O’)?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’-]
 _MIXED_CASE = re.compile(r"(?<![\w@#])[a-z][a-z0-9]*[A-Z][\w]*")
 _SUM = re.compile(r"[$€£¥]|\b(?:dollars?|euros?|pounds?|yen|yuan|rupees?|francs?|usd|eur|gbp|million|billion|"
                   r"trillion|bn|m)\b|e[369]$|e12$", re.I)
-_CURRENCY = re.compile(r"[$€£¥%]|\b(?:dollars?|euros?|pounds?|yen|yuan|rupees?|francs?|usd|eur|gbp|percent)\b", re.I)
+_CURRENCY = re.compile(r"[$€£¥%]|\b(?:dollars?|euros?|pounds?|yen|yuan|rupees?|francs?|usd|eur|gbp|percent|"
+                       r"per\s++cent)\b", re.I)
+_DIGITS = re.compile(r"\d++(?:\.\d++)*+")
 _FIGURE_WORDS = re.compile(r"[$€£¥]?\s?\d[\d,.]*\s?(?:[a-z]+\b)?", re.I)
 _QUOTED = re.compile(r"[\"“«]([^\"“”«»]{2,80})[\"”»]")
 _FIGURE = re.compile(r"(?<![\w.])[$€£¥]?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent|per cent|million|billion|trillion|"
@@ -83,9 +85,19 @@ def names(sentence: str) -> list[str]:
 
 
 def _with(pattern: re.Pattern[str], value: str, sentence: str) -> bool:
-    """Whether `pattern` is found in figure `value`, or in the figure with its unit as `sentence` writes it."""
+    """Whether `pattern` is found in figure `value`, or in the figure with its unit as `sentence` writes it (the same
+    number: "12" is not the figure of "$120")."""
+    number = _number(value.rstrip("%"))
     return bool(pattern.search(value)) or any(pattern.search(m.group()) for m in _FIGURE_WORDS.finditer(sentence)
-                                              if value.rstrip("%") in m.group().replace(",", ""))
+                                              if number in map(_number, _DIGITS.findall(m.group().replace(",", ""))))
+
+
+def _number(text: str) -> float | str:
+    """A figure's number ("13.60" and "13.6" are one), or its text when it is none."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def figures(sentence: str, *, with_years: bool = False) -> list[str]:
@@ -117,7 +129,8 @@ def answer_values(sentence: str, part: Part) -> list[Value]:
                 if wanted & set(terms_of(sentence[:m.start()])[-WINDOW:] + terms_of(sentence[m.end():])[:WINDOW])]
         if part.focus.money:  # a sum: a currency sign or word, or millions and billions, stands with the figure
             raw = [v for v in raw if _with(_SUM, v, sentence)]
-        elif part.focus.wh == "how many":  # a count: not a price ("$9.99 a month") nor a share ("12%")
+        elif part.focus.wh == "how many" and not _CURRENCY.fullmatch(part.focus.head or ""):
+            # a count: not a price ("$9.99 a month") nor a share ("12%"), unless dollars are what is counted
             raw = [v for v in raw if not _with(_CURRENCY, v, sentence)]
     elif kind == "date":
         raw = dates(sentence)

@@ -44,6 +44,8 @@ _QUESTION_MARKS = "?？؟"
 _ENDS = _QUESTION_MARKS + "!;。！"
 _HARD_END = re.compile(r"[?？؟!;。！]+|\n+")
 _ACRONYM = re.compile(r"[A-Z]{2,4}")
+# Words that may stand between "and" and the wh-word of a question of its own ("and roughly how many").
+_LEADS = frozenset(word_list("according roughly approximately exactly nearly about around precisely specifically also"))
 _STOP_THEN_CAPITAL = re.compile(r"\.[\"'”’)]*\s+(?=[\"“¿¡(]?[A-Z])")
 # "and"/";" before a clause, or a comma before a question word: the right side may be a question of its own.
 # A space run is matched from its first character only ((?<!\s)), and whole (`++`: a word follows): a search would
@@ -108,15 +110,22 @@ def _sentences(text: str) -> list[str]:
             last = words[-1].lower().strip("\"'“”(") if words else ""
             if not last or last in ABBREVIATIONS or len(last.rstrip(".")) == 1 and last[:1].isalpha():
                 continue
-            rest = chunk[m.end():]
-            first = rest.split(" ", 1)[0].lower().strip("¿¡\"“(")
-            opens = first in _CLAUSE_OPENERS or first in STARTERS or strip_request(rest) != rest
-            if _ACRONYM.fullmatch(words[-1]) and _asks(chunk[begin:m.start()]) and not opens:
+            if _ACRONYM.fullmatch(words[-1]) and _asks(chunk[begin:m.start()]) and not _opens(chunk[m.end():]):
                 continue  # "What drag did VW achieve for the ID. SPACE VIZZION?": a name's stop inside a question
             sentences.append(chunk[begin:m.start() + 1])
             begin = m.end()
         sentences.append(chunk[begin:])
     return [s.strip() for s in sentences if s.strip()]
+
+
+def _first_word(text: str) -> str:
+    return text.split(" ", 1)[0].lower().strip("¿¡\"“(")
+
+
+def _opens(rest: str) -> bool:
+    """Whether `rest` starts a question, a request or a sentence ("What ...", "Tell me ...", "It ...")."""
+    first = _first_word(rest)
+    return first in _CLAUSE_OPENERS or first in STARTERS or strip_request(rest) != rest
 
 
 def _opens_question(m: re.Match[str]) -> bool:
@@ -139,7 +148,7 @@ def _opens_question(m: re.Match[str]) -> bool:
     third = (m.group("a3") or "").lower()
     # "and in which year", "and according to whom", "and roughly how many"; not a relative clause after a noun ("and
     # criminals who had").
-    led = first in STOP_WORDS or first == "according" or first.endswith("ly")
+    led = first in STOP_WORDS or first in _LEADS
     return first in _CLAUSE_OPENERS or led and (second in QUESTION_WORDS or third in QUESTION_WORDS and first != "the")
 
 
@@ -309,7 +318,7 @@ def _asks(sentence: str) -> bool:
     if _CONDITION.match(sentence) and not sentence.rstrip().endswith("?"):
         return False
     asked = strip_request(sentence)
-    first = asked.split(" ", 1)[0].lower().strip("¿¡\"“(")
+    first = _first_word(asked)
     return (sentence.rstrip()[-1:] in _QUESTION_MARKS or asked != sentence or first in _CLAUSE_OPENERS
             or bool(_TWO_WH.match(asked)) or bool(_WH_WORD.search(asked)))
 

@@ -142,12 +142,14 @@ class SentenceIndex:
                 for term in set(terms):
                     index.postings[term].append(s_id)
                 vocabulary.update(terms)
-            # The site's name counts as the title's: on politifact.com every sentence is PolitiFact's.
-            title = f"{page.title or ''} {_site_name(page.site)}"
+            # The site's name counts as the title's words (on politifact.com every sentence is PolitiFact's), not as
+            # its years.
+            title = page.title or ""
+            named = content_terms(f"{title} {_site_name(page.site)}", stemmed=True)
             lede = index.sentences[index.first[p]: index.first[p] + LEDE_SENTENCES]
-            index.page_terms.append(frozenset(vocabulary | set(content_terms(title, stemmed=True))))
+            index.page_terms.append(frozenset(vocabulary | set(named)))
             index.vocabulary |= index.page_terms[-1]
-            index.lede_terms.append(frozenset(content_terms(title, stemmed=True)).union(*(x.tf for x in lede)))
+            index.lede_terms.append(frozenset(named).union(*(x.tf for x in lede)))
             index.page_years.append(frozenset(_YEAR.findall(f"{title} {page.published or ''}")).union(
                 *(x.years for x in lede)))
         if index.sentences:
@@ -170,10 +172,10 @@ class SentenceIndex:
 
 def _site_name(host: str | None) -> str:
     """The words of a host name that name its site: "www.politifact.com" -> "politifact", "news.bbc.co.uk" ->
-    "news bbc"; "" for an address or a one-label host."""
+    "news bbc"; "" for an IP address or a one-label host."""
     labels = (host or "").lower().split(".")
-    if len(labels) < 2 or all(label.isdigit() for label in labels):
-        return ""
+    if len(labels) < 2 or ":" in (host or "") or all(label.isdigit() for label in labels):
+        return ""  # a one-label host or an IPv4 or IPv6 address
     labels.pop()  # the top-level domain
     if len(labels) > 1 and labels[-1] in ("co", "com", "org", "net", "gov", "ac", "edu"):
         labels.pop()  # "bbc.co.uk"
@@ -208,23 +210,24 @@ def _happened(predicates: list[str], text: str) -> bool:
     a negation ("according to reports" is no infinitive: "reports" is not a base form)."""
     words = [w.lower() for w in _WORD.findall(text)]
 
-    def modal(j: int) -> bool:  # words[j] makes the verb after it unreal
-        return words[j] in _IRREALIS or words[j] == "to" and j > 0 and stem(words[j - 1]) in _INTENT
-
     def unreal(j: int) -> bool:
         base = not words[j].endswith(("s", "ed", "ing")) and words[j] not in IRREGULAR
-        return j > 0 and (words[j - 1] in _NEGATIONS or base and modal(j - 1)) or (
-            j > 1 and words[j - 1] in ("be", "have", "been") and (words[j - 2] in _NEGATIONS or modal(j - 2)))
+        return j > 0 and (words[j - 1] in _NEGATIONS or base and _modal(words, j - 1)) or (
+            j > 1 and words[j - 1] in ("be", "have", "been") and (words[j - 2] in _NEGATIONS or _modal(words, j - 2)))
 
     return any(_related(p, stem(w)) and not unreal(j) for j, w in enumerate(words) for p in predicates)
+
+
+def _modal(words: list[str], j: int) -> bool:
+    """Whether words[j] makes the verb after it unreal: a modal, or "to" after a word of intent."""
+    return words[j] in _IRREALIS or words[j] == "to" and j > 0 and stem(words[j - 1]) in _INTENT
 
 
 def _hedged(text: str) -> bool:
     """Whether `text` says anything as only wished, expected, possible or denied: a modal, "to" after a word of
     intent, or a negation."""
     words = [w.lower() for w in _WORD.findall(text)]
-    return any(w in _IRREALIS or w in _NEGATIONS or w == "to" and j > 0 and stem(words[j - 1]) in _INTENT
-               for j, w in enumerate(words))
+    return any(w in _NEGATIONS or _modal(words, j) for j, w in enumerate(words))
 
 
 def _dependent(s: _Sentence) -> bool:
@@ -323,11 +326,11 @@ def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value
         return False  # it says nothing of what is asked (a short follow-up may say it through the sentence before)
     if asked.part.focus.answer_type in TYPED and not values:
         return False
-    if asked.predicates and not restates and not any(_related(p, t) for p in asked.predicates for t in s.tf):
+    tells = any(_related(p, t) for p in asked.predicates for t in s.tf)
+    if asked.predicates and not restates and not tells:
         return False  # "Which firm won ...?" is not answered by a sentence about the competition that says no winner
     if asked.predicates and asked.part.past and not _happened(asked.predicates, s.span.text) and not (
-            restates and not any(_related(p, t) for p in asked.predicates for t in s.tf)
-            and not _hedged(s.span.text)):
+            restates and not tells and not _hedged(s.span.text)):
         return False  # "Where was the deal signed?" is not answered by "he hoped to sign it in Chile"
     head = stem(asked.part.focus.head or "")
     if asked.part.focus.wh == "how many" and head and head not in _UNCOUNTED and not _says({head}, s):

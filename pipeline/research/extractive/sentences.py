@@ -47,7 +47,7 @@ _RUN_ON = frozenset(word_list("""
 def _blocks(text: str) -> list[tuple[int, int]]:
     """Paragraphs: each line, except that a line not ending a sentence, followed by one newline and a
     lowercase letter (not indented), runs on (hard-wrapped text); so does a line ending with a word of _RUN_ON, followed
-    by one newline and a word (not indented)."""
+    by one newline and a letter (not indented)."""
     blocks: list[tuple[int, int]] = []
     last = ""  # the last character (not a space) of the last block: of its last line, which is never blank
     for m in _LINE.finditer(text):
@@ -57,7 +57,10 @@ def _blocks(text: str) -> list[tuple[int, int]]:
         if blocks:
             prev_start, prev_end = blocks[-1]
             between = text[prev_end:m.start()]
-            line_before = text[max(prev_start, prev_end - 12):prev_end]
+            end = prev_end
+            while end > prev_start and text[end - 1].isspace():
+                end -= 1  # each line's trailing spaces are stepped over once: linear
+            line_before = text[max(prev_start, end - 12):end]  # 12: longer than any word of _RUN_ON
             first = line[:1]  # an indented line (code, a quoted block) never runs on
             if between.count("\n") == 1 and (first.islower() and last not in ".!?:;\"”’)]"
                                               or first.isalpha() and _last_word(line_before) in _RUN_ON):

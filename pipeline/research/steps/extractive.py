@@ -103,8 +103,15 @@ def weak_parts(question: str, plan: Plan, ctx: RunContext) -> set[str]:
 def _index(sources: list[Source], ctx: RunContext) -> SentenceIndex:
     """The sentences of every page read, each page with its title, date and site."""
     return SentenceIndex.build([PageText(source_id=s.id, title=s.title, text=ctx.notebook.text(s.id),
-                                         published=s.published, site=urlsplit(s.final_url or s.url).hostname)
+                                         published=s.published, site=_host(s.final_url or s.url))
                                 for s in sources])
+
+
+def _host(url: str) -> str | None:
+    try:
+        return urlsplit(url).hostname
+    except ValueError:  # "http://[::1": no host to name the page by
+        return None
 
 
 def _corroborated(part: Part, picks: list[Pick]) -> bool:
