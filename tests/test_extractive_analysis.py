@@ -219,6 +219,11 @@ CONSTRAINTS: list[Any] = [
      'that her office described as "routine"?',
      [("name", "Ann Holt", False), ("year", "2019", False), ("name", "Mercy Hospital", True),
       ("quoted", "routine", True)], ("March",)),  # ", her last full exam ...": an appositive opened by a possessive
+    ("When does Acme plan to ship its Nova phone, following the Orion phone it launched in May 2019?",
+     [("name", "Acme", False), ("name", "Nova", False), ("name", "Orion", True), ("year", "2019", True)],
+     ("May",)),  # ", following ...": what came before the event asked about, not a year its answer must say
+    ("How many fans attended the final, after the semifinal in Lyon in 2018?",
+     [("name", "Lyon", True), ("year", "2018", True)], ()),
 ]
 
 
@@ -347,6 +352,9 @@ ANSWERS: list[Any] = [
     ("When did SpaceX first land an orbital rocket booster at Cape Canaveral?",
      "On December 21, 2015, a Falcon 9 first stage touched down at Landing Zone 1 at Cape Canaveral.",
      ["December 21", "2015"], ["9", "1"]),
+    ("Which senator called the deficit 'the issue of our era' in 2013?",
+     "In 2013, Senator Ann Reyes of Ohio called the deficit “the issue of our era.”", ["Senator Ann Reyes"],
+     ["Senator Ann Reyes of Ohio"]),  # a person of a run joined by "of" is a person
     ("How much did Google pay for Fitbit?", "Google agreed to pay $2.1 billion for Fitbit, which employs 1,500 people.",
      ["2.1e9"], ["1500", "1,500"]),  # $2.1 billion, normalised
     wrong(("How much did Google pay for Fitbit?",

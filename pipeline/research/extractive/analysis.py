@@ -93,7 +93,8 @@ _NAME = re.compile(r"(?:(?:(?<![\w'’.-])[a-z]++(?=[A-Z]))?[A-Z][\w'’.-]*+|\d
 # long run and read on to its end. After a relative pronoun, the old `\s+(?!(?:is|...)\b)` gave back one space when
 # "is" followed (a run of two or more spaces matched): `\s(?=\s)` says so without retrying the clause per space.
 _DESCRIPTION = re.compile(
-    r",\s++(?:the|a|an|his|her|its|their|who|whom|whose|which|that|known|best|widely|now|then|formerly|once)\b"
+    r",\s++(?:the|a|an|his|her|its|their|who|whom|whose|which|that|known|best|widely|now|then|formerly|once|following|"
+    r"after|before|since|amid)\b"
     r"[^,?;]*+(?=,|\?|$)"
     r"|,?(?<!\s)\s*+\b(?:according\s++to|as\s++reported\s++by|reported\s++by|cited\s++by)\b[^,?;]*+"
     r"|,\s*+per\s++(?:the\s++)?[A-Z][^,?;]*+"

@@ -23,6 +23,7 @@ _PERSON = re.compile(r"(?:(?:Mc|Mac|O'|O’)?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’-]
                      r"[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’-]+|"
                      r"[A-Z]\.|[A-Z]{2,}|de|van|von|der|"
                      r"da|di|la|le|Jr\.|Sr\.))*(?:'s|’s)?")
+_JOINED = re.compile(r"\s++(?:of|and|&)\s++")
 _MIXED_CASE = re.compile(r"(?<![\w@#])[a-z][a-z0-9]*[A-Z][\w]*")
 _SUM = re.compile(r"[$€£¥]|\b(?:dollars?|euros?|pounds?|yen|yuan|rupees?|francs?|usd|eur|gbp|million|billion|"
                   r"trillion|bn|m)\b|e[369]$|e12$", re.I)
@@ -117,7 +118,9 @@ def answer_values(sentence: str, part: Part) -> list[Value]:
     kind = part.focus.answer_type
     asked = set(part.terms) | set(part.context_terms) | {t for c in part.constraints for t in c.terms}
     if kind == "person":
-        raw = [n for n in names(sentence) if _PERSON.fullmatch(n)]
+        # "Senator Mitch McConnell of Kentucky", "Kevin King and Timothy Weeks": each person of a run, apart.
+        raw = [p for n in names(sentence) for p in ([n] if _PERSON.fullmatch(n) else _JOINED.split(n))
+               if _PERSON.fullmatch(p)]
     elif kind in NAMED:
         raw = names(sentence)
     elif part.focus.wh == "how old":  # an age as ages are written: "48-year-old", "aged 55", "Assange, 47,"
