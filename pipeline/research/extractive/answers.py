@@ -23,7 +23,7 @@ _PERSON = re.compile(r"(?:(?:Mc|Mac|O'|O’)?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’-]
                      r"[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’-]+|"
                      r"[A-Z]\.|[A-Z]{2,}|de|van|von|der|"
                      r"da|di|la|le|Jr\.|Sr\.))*(?:'s|’s)?")
-_JOINED = re.compile(r"\s++(?:of|and|&)\s++")
+_JOINED = re.compile(r"(?<!\s)\s++(?:of|and|&)\s++")  # (?<!\s): a run of spaces is tried once
 _MIXED_CASE = re.compile(r"(?<![\w@#])[a-z][a-z0-9]*[A-Z][\w]*")
 _SUM = re.compile(r"[$€£¥]|\b(?:dollars?|euros?|pounds?|yen|yuan|rupees?|francs?|usd|eur|gbp|million|billion|"
                   r"trillion|bn|m)\b|e[369]$|e12$", re.I)
