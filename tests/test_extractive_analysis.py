@@ -43,6 +43,9 @@ def value_texts(sentence: str, question: str) -> list[str]:
 # --- focus: wh-word, head noun, answer type, money -----------------------------------------------------------------
 
 FOCUS: list[Any] = [
+    ("What is the combined maximum value of the contracts?", "what", "value", "number", False),  # "the combined"
+    ("What was the estimated cost of the bridge?", "what", "cost", "number", True),
+    ("What caused the crash of the jet?", "what", None, "other", False),  # a verb after "what": no head
     ("How quickly can the retractable soft top of the Lexus LC 500 Convertible close?",
      "how quickly", None, "number", False),
     ("What range of digest sizes can BLAKE2b produce, according to the hashlib docs?",

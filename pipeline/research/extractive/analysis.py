@@ -66,7 +66,7 @@ _OF_THE = re.compile(r"^\s*+of\s++(?:the|its|their|his|her|these|those)\s++", re
 _WHEN = re.compile(r"\b(?:when|since\s+when|by\s+when)\b", re.I)
 _WHERE = re.compile(r"\bwhere\b", re.I)
 _WHO = re.compile(r"\bwho(?:m|se)?\b", re.I)
-_WHICH = re.compile(r"\b(?:which|what)\b(?:\s+(?:is|was|are|were)\s+the)?(?P<rest>(?:\s+[\w'’.-]+){1,4})", re.I)
+_WHICH = re.compile(r"\b(?:which|what)\b(?P<the>\s+(?:is|was|are|were)\s+the)?(?P<rest>(?:\s+[\w'’.-]+){1,4})", re.I)
 # Space runs are taken whole (`++`, `*+`): split between `\s+` and `\s*`, a long run was tried in quadratically
 # many ways.
 _NAME_OF = re.compile(r"\b(?:name|title)\s++of\s++(?:the|a|an|its|his|her|their)?\s*+(?P<head>[a-z]+)", re.I)
@@ -92,15 +92,15 @@ _NAME = re.compile(r"(?:(?:(?<![\w'’.-])[a-z]++(?=[A-Z]))?[A-Z][\w'’.-]*+|\d
 # is matched from its first character only ((?<!\s)): a search would otherwise start again at each character of a
 # long run and read on to its end. After a relative pronoun, the old `\s+(?!(?:is|...)\b)` gave back one space when
 # "is" followed (a run of two or more spaces matched): `\s(?=\s)` says so without retrying the clause per space.
+_CLAUSE = r"[^,?;]*+"  # a clause's text up to its next comma
 _DESCRIPTION = re.compile(
     r",\s++(?:the|a|an|his|her|its|their|who|whom|whose|which|that|known|best|widely|now|then|formerly|once|following|"
-    r"after|before|since|amid)\b"
-    r"[^,?;]*+(?=,|\?|$)"
-    r"|,?(?<!\s)\s*+\b(?:according\s++to|as\s++reported\s++by|reported\s++by|cited\s++by)\b[^,?;]*+"
-    r"|,\s*+per\s++(?:the\s++)?[A-Z][^,?;]*+"
-    r"|(?<=[A-Za-z])\s++(?:who|whose|which|that)(?:\s++(?!(?:is|was|are|were|did|does|do)\b)|\s(?=\s))[^,?;]*+(?=,)",
+    rf"after|before|since|amid)\b{_CLAUSE}(?=,|\?|$)"
+    rf"|,?(?<!\s)\s*+\b(?:according\s++to|as\s++reported\s++by|reported\s++by|cited\s++by)\b{_CLAUSE}"
+    rf"|,\s*+per\s++(?:the\s++)?[A-Z]{_CLAUSE}"
+    rf"|(?<=[A-Za-z])\s++(?:who|whose|which|that)(?:\s++(?!(?:is|was|are|were|did|does|do)\b)|\s(?=\s)){_CLAUSE}(?=,)",
     re.I)
-_LEADING_SOURCE = re.compile(r"\s*((?:according\s+to|as\s+reported\s+by|per)\b[^,?;]*),", re.I)
+_LEADING_SOURCE = re.compile(rf"\s*((?:according\s+to|as\s+reported\s+by|per)\b{_CLAUSE}),", re.I)
 # Capitalised words that start a question or clause rather than name something.
 _NOT_NAMES = frozenset(word_list("""
     according what which who whom whose when where why how is are was were do does did can could will would should
@@ -165,11 +165,12 @@ def _type_of_head(head: str) -> AnswerType | None:
     return None
 
 
-def _head_after(text: str) -> str | None:
+def _head_after(text: str, *, after_article: bool = False) -> str | None:
     """The head noun after a wh-word: the last of the lowercase content words that follow it, before any other word
     ("which French company" -> "company", "what weekly value" -> "value", "how many school districts" ->
     "districts"), a figure or a past-tense verb ("which airline ordered 30" -> "airline"); a possessor is the head
-    ("which company's shares" -> "company"); None when a verb comes first ("what caused")."""
+    ("which company's shares" -> "company"); None when a verb comes first ("what caused"), unless `after_article`:
+    after "what is the", a participle is an adjective ("the combined value" -> "value")."""
     run: list[str] = []
     for word in re.findall(r"[\w'’-]+", text)[:5]:
         if not run and len(word) > 1 and word.isupper():
@@ -179,7 +180,7 @@ def _head_after(text: str) -> str | None:
         low = word.lower()
         if low in STOP_WORDS or word[:1].isupper() or word[:1].isdigit():
             break
-        if _verb_like(low) and not _type_of_head(low):
+        if _verb_like(low) and not _type_of_head(low) and (run or not after_article):
             break
         if low.endswith(("'s", "’s")):
             return low[:-2]
@@ -216,7 +217,7 @@ def _focus(tail: str, wh: str) -> Focus:
         return Focus(wh=m.group().lower(), head=head, answer_type="number",
                      slot=_slot(m.group().split()[-1], head if head and _type_of_head(head) else None))
     if wh in ("which", "what") and (which := _WHICH.match(tail)) is not None and (
-            head := _head_after(which.group("rest"))) is not None:
+            head := _head_after(which.group("rest"), after_article=which.group("the") is not None)) is not None:
         kind = _type_of_head(head)
         return Focus(wh=wh, head=head, answer_type=kind or "other", slot=_slot(head if kind else None))
     if _CALLED.match(tail):
