@@ -136,6 +136,18 @@ def test_the_focus_is_what_a_reader_would_say_is_asked(question: str, wh: str, h
     assert analyse_part(question).focus == focus
 
 
+@pytest.mark.parametrize(("question", "slot"), [
+    ("How much did President Ann Reyes weigh at her 2019 physical?", ["weigh"]),  # told by "171 pounds"
+    ("How much did Acme Corp pay for the stake?", ["pay"]),
+    ("How much did Michael McDonald really earn in 1975?", ["earn"]),  # past an adverb
+    ("How much did he pay?", []),  # a pronoun subject: the verb is all the part asks about
+    ("How much did Acme's unit pay for it?", []),  # the subject goes on past the name
+    ("How much does NASA administrator Jim Bridenstine say it costs?", []),  # a title in the subject, or a verb?
+])
+def test_how_much_a_named_subject_did_names_the_measure_as_the_answer_s_word(question: str, slot: list[str]) -> None:
+    assert focus_of(question).slot == slot
+
+
 # --- predicates: the verb the answer must be said with -------------------------------------------------------------
 
 PREDICATES: list[Any] = [  # Snowball stems: "acquired" -> "acquir", "replace" -> "replac"

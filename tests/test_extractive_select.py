@@ -512,3 +512,16 @@ def test_a_count_counts_what_the_part_asks_about() -> None:
     said = "Orbit signed up 1.2 million subscribers during its launch week, the company said."
     answer = page("S2", f"{said} Reviews of the streaming service were mixed.", "Orbit streaming service launches")
     assert [p.text for p in select_sentences(part, [near, answer])] == [said]
+
+
+def test_how_much_a_named_subject_weighs_is_told_by_the_unit() -> None:
+    """"How much did X weigh?": the verb names what is measured, and the answer tells it by its unit ("171 pounds")
+    without saying "weigh", as "How old is X?" is answered by "48": the missing verb does not sink it below the gate."""
+    part = "How much did Senator Ann Reyes weigh at her physical in March 2020, a routine exam?"
+    text = ("Senator Ann Reyes visited the Bethesda clinic on Saturday for what her office called a quick check of her "
+            "knee. Her aides said the visit was unrelated to her annual exam. At her March physical she clocked in at "
+            "171 pounds, according to a letter her doctor wrote to the clerk of the Senate. "
+            "The senator is 61 and plays tennis twice a week.")
+    pages = [PageText(source_id="S1", text=text, title="Senator Ann Reyes visits clinic", published="2020-03-20")]
+    picks = select_sentences(part, pages)
+    assert picks and "171 pounds" in picks[0].text

@@ -214,8 +214,12 @@ def focus_of(text: str) -> Focus:
 def _focus(tail: str, wh: str) -> Focus:
     if m := _HOW_NUMBER.match(tail):
         head = _head_after(_OF_THE.sub("", tail[m.end():], count=1))  # "how many of the customers"
+        # "How much did Trump weigh?": the verb names what is measured, which the answer tells by its unit ("243
+        # pounds"), as "how old" is told by "48".
+        measured = None if head or m.group().split()[-1].lower() != "much" else _verb_after_do(
+            re.findall(r"[\w'’-]+", tail[m.end():]))
         return Focus(wh=m.group().lower(), head=head, answer_type="number",
-                     slot=_slot(m.group().split()[-1], head if head and _type_of_head(head) else None))
+                     slot=_slot(m.group().split()[-1], head if head and _type_of_head(head) else None, measured))
     if wh in ("which", "what") and (which := _WHICH.match(tail)) is not None and (
             head := _head_after(which.group("rest"), after_article=which.group("the") is not None)) is not None:
         kind = _type_of_head(head)
@@ -328,6 +332,21 @@ def predicates_of(core: str) -> list[str]:
     return []
 
 
+def _verb_after_do(words: list[str]) -> str | None:
+    """The verb of "did" + a named subject + verb at the start of `words` ("did President Donald Trump weigh" ->
+    weigh); None when there is none, or when unsure where the subject ends."""
+    if len(words) < 3 or words[0].lower() not in _DO:
+        return None
+    j = next((k for k in range(1, len(words)) if not words[k][:1].isupper()), len(words))
+    if j == 1 or words[j - 1].lower().endswith(("'s", "’s", "s'", "s’")):
+        return None  # "did the company sell", "did Coty's unit sell": the subject goes on past a name
+    while j < len(words) and (words[j].lower() in _ADVERBS or words[j].lower().endswith("ly")):
+        j += 1  # "did Michael McDonald first join"
+    if j + 1 < len(words) and words[j + 1][:1].isupper():
+        return None  # "does NASA administrator Jim Bridenstine say": a title inside the subject, or a verb? Unsure
+    return words[j].lower() if j < len(words) and _lower_word(words[j]) else None
+
+
 _BE = frozenset(word_list("is was are were"))
 _PAST = re.compile(r"\b(?:did|was|were|had)\b", re.I)
 
@@ -342,6 +361,8 @@ def asks_past(core: str) -> bool:
 
 _AUXILIARIES = frozenset(word_list("is was are were be been has have had"))
 _MODALS = frozenset(word_list("will would could can may might shall should"))
+_DO = frozenset(word_list("did does do"))
+_ADVERBS = frozenset(word_list("first also ever still just then later once again last"))
 
 
 def _verb_like(word: str) -> bool:
