@@ -239,6 +239,17 @@ CONSTRAINTS: list[Any] = [
      ("May",)),  # ", following ...": what came before the event asked about, not a year its answer must say
     ("How many fans attended the final, after the semifinal in Lyon in 2018?",
      [("name", "Lyon", True), ("year", "2018", True)], ()),
+    # A closing "after <Name> <verb>ed ..." places the asked event in time; its name and year are not what is asked.
+    ("Who did the Free Software Foundation name as its new president after Richard M. Stallman resigned in "
+     "September 2019?", [("name", "Free Software Foundation", False), ("name", "Richard M. Stallman", True),
+                         ("year", "2019", True)], ("September",)),
+    ("Which firm won the Navy contract before Lockheed Martin protested in 2021?",
+     [("name", "Navy", False), ("name", "Lockheed Martin", True), ("year", "2021", True)], ()),
+    # ... but not when it is all the question asks, nor when its subject is not a name.
+    ("What happened after Boeing announced the deal in 2019?", [("name", "Boeing", False), ("year", "2019", False)],
+     ()),
+    ("Which firm won the Navy contract after the Pentagon reviewed bids in 2021?",
+     [("name", "Navy", False), ("name", "Pentagon", False), ("year", "2021", False)], ()),
 ]
 
 

@@ -100,6 +100,10 @@ _DESCRIPTION = re.compile(
     rf"|,\s*+per\s++(?:the\s++)?[A-Z]{_CLAUSE}"
     rf"|(?<=[A-Za-z])\s++(?:who|whose|which|that)(?:\s++(?!(?:is|was|are|were|did|does|do)\b)|\s(?=\s)){_CLAUSE}(?=,)",
     re.I)
+# "... as its new president after Richard M. Stallman resigned in 2019?": a closing clause with its own named subject
+# and past verb places the asked event in time, as ", after ..." does (descriptions keeps it only after what is asked).
+_TIME_CLAUSE = re.compile(r"(?<=[A-Za-z])\s++(?i:after|before|following|since)\s++(?:[A-Z][\w.'’-]*+\s++)++"
+                          r"[a-z]++(?<=ed)\b[^,?;]*+(?=\?|$)")
 _LEADING_SOURCE = re.compile(rf"\s*((?:according\s+to|as\s+reported\s+by|per)\b{_CLAUSE}),", re.I)
 # Capitalised words that start a question or clause rather than name something.
 _NOT_NAMES = frozenset(word_list("""
@@ -277,7 +281,10 @@ def descriptions(text: str) -> list[tuple[int, int]]:
     first = _WH.search(text)
     asked_at = first.end() if first else 0  # the question's own wh-word ("To which base ...") describes nothing
     lead = _LEADING_SOURCE.match(text)  # "According to X, how many ...": the attribution before the question
-    return ([lead.span(1)] if lead else []) + [m.span() for m in _DESCRIPTION.finditer(text) if m.start() >= asked_at]
+    spans = [m.span() for m in _DESCRIPTION.finditer(text) if m.start() >= asked_at]
+    spans += [m.span() for m in _TIME_CLAUSE.finditer(text, asked_at)
+              if len(content_terms(text[asked_at:m.start()])) >= 2]  # not "What happened after X resigned?"
+    return ([lead.span(1)] if lead else []) + sorted(spans)
 
 
 def analyse_part(text: str, context_terms: list[str] | None = None) -> Part:
