@@ -119,6 +119,8 @@ FOCUS: list[Any] = [
     ("How many goals did Lionel Messi score for Barcelona in the 2011-12 season?",
      "how many", "goals", "number", False),
     ("How tall is the Burj Khalifa in Dubai, the world's tallest building?", "how tall", None, "number", False),
+    ("On which night of the 17-night campaign did the telescope see the plume?", "which", "night", "date", False),
+    ("Which weekend did the band choose for its reunion show?", "which", "weekend", "date", False),
     ("Why did Tesla recall 135,000 Model S and Model X vehicles in February 2021?", "why", None, "other", False),
     ("How did the fire that destroyed the roof of Notre-Dame de Paris in April 2019 start?",
      "how", None, "other", False),

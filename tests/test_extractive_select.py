@@ -398,6 +398,19 @@ def test_a_name_is_found_by_the_rarest_of_its_words_that_the_pages_use() -> None
     assert picks and "100,000 dollar bond" in picks[0].text
 
 
+def test_a_page_that_names_a_person_by_their_surname_only_is_about_them() -> None:
+    # Only S1 says "Marta": her given name is the rarer of her name's words, yet S2, which calls her "Tessaro" as
+    # pages do after a first mention, is about her too, and its other date is a conflict the report must show.
+    question = "On what date did Marta Tessaro say she learned about the recall?"
+    pages = [page("S1", "Marta Tessaro spoke to the committee on Tuesday. Tessaro said she learned about the recall on "
+                        "July 18 and acted at once.", title="Tessaro testifies"),
+             page("S2", "Tessaro said she learned about the recall on July 12 and acted at once. The recall covered "
+                        "many cars.", title="Recall notes")]
+    picks = select_sentences(question, pages)
+    assert {(p.source_id, "July 18" in p.text, "July 12" in p.text) for p in picks} >= {
+        ("S1", True, False), ("S2", False, True)}
+
+
 def test_a_line_of_code_after_a_prompt_is_no_answer_when_a_sentence_gives_one() -> None:
     question = "What range of digest sizes can BLAKE2b and BLAKE2s each produce?"
     answer = "BLAKE2 has configurable size of digests up to 64 bytes for BLAKE2b and up to 32 bytes for BLAKE2s."

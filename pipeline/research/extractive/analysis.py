@@ -38,7 +38,8 @@ _HEADS: dict[str, frozenset[str]] = {
         city cities country countries state states town village region province county venue place location
         airport stadium island continent nation capital district neighbourhood neighborhood street port site
         area river mountain lake base prison hospital court venue arena theatre theater""")),
-    "date": frozenset(word_list("year years date day month time decade century season week era")),
+    "date": frozenset(word_list("""
+        year years date day days month time decade century season week weekend era night evening morning afternoon""")),
     "number": frozenset(word_list("""
         number amount percentage percent share proportion fraction rate price cost figure total score age
         population budget salary revenue profit loss value valuation speed distance length height weight size

@@ -244,6 +244,7 @@ class _Asked:
     weights: dict[str, float]
     topic: set[str]  # the core's words that are not names, years, numbers or the answer's description
     names: list[set[str]]  # the terms of each name the core gives (descriptions' names are only weights)
+    given: list[str | None]  # of each name shaped like a person's ("Kurt Volker"), its first word ("kurt")
     years: set[str]
     fixed: list[set[str]]  # numbers and quoted titles of the core: each must be in the sentence or around it
     predicates: list[str]  # the core's verbs: a sentence must say one of them (or a word of the same root)
@@ -258,6 +259,7 @@ class _Asked:
         constraint_terms = {t for c in part.constraints for t in c.terms}
         return cls(part=part, weights=weights, topic=set(part.terms) - constraint_terms - slot,
                    names=[set(c.terms) for c in hard if c.kind == "name"],
+                   given=[_given(c.text) for c in hard if c.kind == "name"],
                    years={c.text for c in hard if c.kind == "year"},
                    fixed=[set(c.terms) for c in hard if c.kind in ("number", "quoted")],
                    predicates=part.predicates)
@@ -291,12 +293,26 @@ class _Name(NamedTuple):
     mark: str
 
 
+# Two or three capitalised words, initials between them: a person's name as a question writes it ("Kurt Volker",
+# "Patrick W. Carlineo Jr.", "Lucas Paganini's"), whose first word a page may never repeat.
+_PERSON_SHAPED = re.compile(r"[A-Z][a-z]++(?:\s++[A-Z]\.)*+(?:\s++[A-Z][a-z]++){1,2}+\.?(?:['’]s)?")
+
+
+def _given(name: str) -> str | None:
+    """The stemmed first word of a name shaped like a person's, else None ("The Doobie Brothers" has none)."""
+    if not _PERSON_SHAPED.fullmatch(name):
+        return None
+    first = content_terms(name.split()[0], stemmed=True)
+    return first[0] if first else None
+
+
 def _names(asked: _Asked, idf: dict[str, float], vocabulary: AbstractSet[str]) -> list[_Name]:
     """Each of the part's names with its mark: its rarest word that the pages use ("Carlineo" for "Patrick W. Carlineo
-    Jr.", "Noel" for "Tova Noel" when no page says "Tova"), a title aside ("Trump" for "President Trump")."""
+    Jr.", "Noel" for "Tova Noel" when no page says "Tova"), a title aside ("Trump" for "President Trump") and, for a
+    person's name, the given name too: "Volker" marks "Kurt Volker", since a page that says "Kurt" says "Volker"."""
     out = []
-    for name in asked.names:
-        core = name - TITLES or name
+    for name, given in zip(asked.names, asked.given, strict=True):
+        core = name - TITLES - {given} or name - TITLES or name
         core = {t for t in core if t in vocabulary} or core
         out.append(_Name(name, max(core, key=lambda t: (idf.get(t, 0.0), t))))
     return out
