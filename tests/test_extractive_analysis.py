@@ -265,6 +265,19 @@ def test_constraints_are_the_names_and_numbers_and_those_in_descriptions_are_sof
     assert [n for n in names if any(word.lower() in n for word in not_names)] == []
 
 
+@pytest.mark.parametrize(("question", "asked", "described"), [
+    ("How old is WikiLeaks co-founder Julian Assange?", ["old"], ["co", "founder"]),
+    ("How much did the league fine quarterback Mason Rudolph?", ["leagu", "fine"], ["quarterback"]),
+    ("Who is the chief executive of Acme?", ["chief", "execut"], []),  # a title asked for, not one before a name
+    ("Which prize did the architect win?", ["prize", "architect", "win"], []),
+])
+def test_a_title_right_before_a_name_describes_and_is_not_asked(question: str, asked: list[str],
+                                                                 described: list[str]) -> None:
+    part = analyse_part(question)
+    names = {t for c in part.constraints for t in c.terms}
+    assert ([t for t in part.terms if t not in names], part.described) == (asked, described)
+
+
 # --- parts: how a question is cut --------------------------------------------------------------------------------
 
 LONG_CARLINEO = ("What sentence did Patrick W. Carlineo Jr., the 55-year-old Addison, New York man who pleaded "

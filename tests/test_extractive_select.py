@@ -411,6 +411,15 @@ def test_a_page_that_names_a_person_by_their_surname_only_is_about_them() -> Non
         ("S1", True, False), ("S2", False, True)}
 
 
+def test_a_title_before_the_name_asked_about_need_not_be_repeated_by_the_answer() -> None:
+    question = "How old is Corvid co-founder Lena Marsh?"
+    pages = [page("S1", "Lena Marsh co-founded Corvid in 2009. Marsh, 52, said Corvid would hire again in spring.",
+                  title="Corvid to hire"),
+             page("S2", "Rain is expected in the city on Tuesday. The river may flood.", title="Weather")]
+    picks = select_sentences(question, pages)
+    assert picks and picks[0].text.startswith("Marsh, 52")
+
+
 def test_a_line_of_code_after_a_prompt_is_no_answer_when_a_sentence_gives_one() -> None:
     question = "What range of digest sizes can BLAKE2b and BLAKE2s each produce?"
     answer = "BLAKE2 has configurable size of digests up to 64 bytes for BLAKE2b and up to 32 bytes for BLAKE2s."

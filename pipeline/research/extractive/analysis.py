@@ -105,6 +105,8 @@ _DESCRIPTION = re.compile(
 # and past verb places the asked event in time, as ", after ..." does (descriptions keeps it only after what is asked).
 _TIME_CLAUSE = re.compile(r"(?<=[A-Za-z])\s++(?i:after|before|following|since)\s++(?:[A-Z][\w.'’-]*+\s++)++"
                           r"[a-z]++(?<=ed)\b[^,?;]*+(?=\?|$)")
+# A lowercase word right before a capitalised one: "co-founder Julian Assange" when it is a title (TITLES below).
+_BEFORE_NAME = re.compile(r"(?<![\w'’-])[a-z][a-z-]*+(?=\s++[A-Z])")
 _LEADING_SOURCE = re.compile(rf"\s*((?:according\s+to|as\s+reported\s+by|per)\b{_CLAUSE}),", re.I)
 # Capitalised words that start a question or clause rather than name something.
 _NOT_NAMES = frozenset(word_list("""
@@ -285,14 +287,20 @@ def descriptions(text: str) -> list[tuple[int, int]]:
     spans = [m.span() for m in _DESCRIPTION.finditer(text) if m.start() >= asked_at]
     spans += [m.span() for m in _TIME_CLAUSE.finditer(text, asked_at)
               if len(content_terms(text[asked_at:m.start()])) >= 2]  # not "What happened after X resigned?"
+    # "How old is WikiLeaks co-founder Julian Assange?": a title before a name says who is meant, not what is asked
+    # (a sentence that answers calls him "Assange, 48,").
+    spans += [m.span() for m in _BEFORE_NAME.finditer(text, asked_at)
+              if stem(m.group().rsplit("-", 1)[-1]) in TITLES and not any(a <= m.start() < b for a, b in spans)]
     return ([lead.span(1)] if lead else []) + sorted(spans)
 
 
 def analyse_part(text: str, context_terms: list[str] | None = None) -> Part:
     """One part's focus, constraints and terms; `context_terms` are stemmed terms it leans on (an earlier part)."""
     spans = descriptions(text)
-    core = "".join(text[a:b] for a, b in zip([0] + [e for _, e in spans], [s for s, _ in spans] + [len(text)],
-                                              strict=True))
+    # A title cut from before a name leaves a comma, so the names either side stay two ("WikiLeaks", "Julian Assange").
+    cuts = ["," if (m := _BEFORE_NAME.match(text, a)) and m.end() == b else "" for a, b in spans] + [""]
+    core = "".join(text[a:b] + cut for a, b, cut in zip([0] + [e for _, e in spans], [s for s, _ in spans] + [len(text)],
+                                                        cuts, strict=True))
     own = [t for t in content_terms(strip_request(core), stemmed=True) if t not in _EVENT_VERBS]
     described = [t for t in content_terms(" ".join(text[a:b] for a, b in spans), stemmed=True) if t not in own]
     extra = [t for t in dict.fromkeys(context_terms or []) if t not in own and t not in described]
