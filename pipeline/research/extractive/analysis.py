@@ -299,8 +299,8 @@ def analyse_part(text: str, context_terms: list[str] | None = None) -> Part:
     spans = descriptions(text)
     # A title cut from before a name leaves a comma, so the names either side stay two ("WikiLeaks", "Julian Assange").
     cuts = ["," if (m := _BEFORE_NAME.match(text, a)) and m.end() == b else "" for a, b in spans] + [""]
-    core = "".join(text[a:b] + cut for a, b, cut in zip([0] + [e for _, e in spans], [s for s, _ in spans] + [len(text)],
-                                                        cuts, strict=True))
+    starts, ends = [0] + [e for _, e in spans], [s for s, _ in spans] + [len(text)]
+    core = "".join(text[a:b] + cut for a, b, cut in zip(starts, ends, cuts, strict=True))
     own = [t for t in content_terms(strip_request(core), stemmed=True) if t not in _EVENT_VERBS]
     described = [t for t in content_terms(" ".join(text[a:b] for a, b in spans), stemmed=True) if t not in own]
     extra = [t for t in dict.fromkeys(context_terms or []) if t not in own and t not in described]
