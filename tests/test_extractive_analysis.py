@@ -120,6 +120,12 @@ FOCUS: list[Any] = [
      "how many", "goals", "number", False),
     ("How tall is the Burj Khalifa in Dubai, the world's tallest building?", "how tall", None, "number", False),
     ("On which night of the 17-night campaign did the telescope see the plume?", "which", "night", "date", False),
+    # After "what is", a possessor is not the head: the thing possessed is what is asked.
+    ("What were Acme Foods's total sales for the quarter?", "what", "sales", "number", False),
+    ("What is the company's valuation?", "what", "valuation", "number", True),
+    ("What was Tesla's net profit in 2019?", "what", "profit", "number", True),
+    ("Which company's shares fell?", "which", "company", "organisation", False),  # which company: the possessor
+    ("What is Mobileye?", "what", None, "other", False),
     ("Which weekend did the band choose for its reunion show?", "which", "weekend", "date", False),
     ("Why did Tesla recall 135,000 Model S and Model X vehicles in February 2021?", "why", None, "other", False),
     ("How did the fire that destroyed the roof of Notre-Dame de Paris in April 2019 start?",

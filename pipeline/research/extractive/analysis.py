@@ -43,7 +43,7 @@ _HEADS: dict[str, frozenset[str]] = {
     "number": frozenset(word_list("""
         number amount percentage percent share proportion fraction rate price cost figure total score age
         population budget salary revenue profit loss value valuation speed distance length height weight size
-        capacity margin version release pep rfc range duration""")),
+        capacity margin version release pep rfc range duration sales earnings income""")),
     "title": frozenset(word_list("""
         book novel memoir film movie song album show series title game app episode play opera poem painting report
         paper study headline slogan motto law act bill treaty language exception error module function class
@@ -67,7 +67,9 @@ _OF_THE = re.compile(r"^\s*+of\s++(?:the|its|their|his|her|these|those)\s++", re
 _WHEN = re.compile(r"\b(?:when|since\s+when|by\s+when)\b", re.I)
 _WHERE = re.compile(r"\bwhere\b", re.I)
 _WHO = re.compile(r"\bwho(?:m|se)?\b", re.I)
-_WHICH = re.compile(r"\b(?:which|what)\b(?P<the>\s+(?:is|was|are|were)\s+the)?(?P<rest>(?:\s+[\w'’.-]+){1,4})", re.I)
+# After "what is", the head follows "the" or a possessor ("What were Home Depot's total sales?").
+_WHICH = re.compile(r"\b(?:which|what)\b(?P<the>\s+(?:is|was|are|were)(?:\s+the|(?=\s++(?-i:[A-Z])[\w.&-]*+"
+                    r"(?:\s++(?-i:[A-Z])[\w.&-]*+)*+['’]s\b)))?(?P<rest>(?:\s+[\w'’.-]+){1,4})", re.I)
 # Space runs are taken whole (`++`, `*+`): split between `\s+` and `\s*`, a long run was tried in quadratically
 # many ways.
 _NAME_OF = re.compile(r"\b(?:name|title)\s++of\s++(?:the|a|an|its|his|her|their)?\s*+(?P<head>[a-z]+)", re.I)
@@ -75,7 +77,7 @@ _WH_WORDS = frozenset(["which", "what", "who", "whom", "whose", "how", "when", "
 _MONEY = re.compile(r"\bhow\s+much\b.*\b(?:cost|costs|pay|paid|pays|price|priced|worth|spend|spent|charge|charged|"
                     r"earn|earned|raise|raised|fund|funding|sell|sold|fetch|fine|fined|invest|invested|money|"
                     r"dollars|euros|pounds)\b|\bhow\s+(?:expensive|costly)\b", re.I)
-_MONEY_HEADS = frozenset(word_list("price cost fee salary budget revenue profit valuation fine wage worth"))
+_MONEY_HEADS = frozenset(word_list("price cost fee salary budget revenue profit valuation fine wage worth earnings income"))
 _CALLED = re.compile(r"what\b[^?]*\b(?:call|called|calls|name|named|dub|dubbed|title|titled|nickname|"
                      r"nicknamed)\b", re.I)
 _WH = re.compile(r"\b(?:how|what|which|who|whom|whose|when|where|why)\b", re.I)
@@ -190,6 +192,9 @@ def _head_after(text: str, *, after_article: bool = False) -> str | None:
         if _verb_like(low) and not _type_of_head(low) and (run or not after_article):
             break
         if low.endswith(("'s", "’s")):
+            if after_article:
+                run = []  # "what is the company's valuation": the possessor is not what is asked
+                continue
             return low[:-2]
         run.append(low)
         if len(run) == 3:
