@@ -77,7 +77,8 @@ _WH_WORDS = frozenset(["which", "what", "who", "whom", "whose", "how", "when", "
 _MONEY = re.compile(r"\bhow\s+much\b.*\b(?:cost|costs|pay|paid|pays|price|priced|worth|spend|spent|charge|charged|"
                     r"earn|earned|raise|raised|fund|funding|sell|sold|fetch|fine|fined|invest|invested|money|"
                     r"dollars|euros|pounds)\b|\bhow\s+(?:expensive|costly)\b", re.I)
-_MONEY_HEADS = frozenset(word_list("price cost fee salary budget revenue profit valuation fine wage worth earnings income"))
+_MONEY_HEADS = frozenset(word_list(
+    "price cost fee salary budget revenue profit valuation fine wage worth earnings income"))
 _CALLED = re.compile(r"what\b[^?]*\b(?:call|called|calls|name|named|dub|dubbed|title|titled|nickname|"
                      r"nicknamed)\b", re.I)
 _WH = re.compile(r"\b(?:how|what|which|who|whom|whose|when|where|why)\b", re.I)
