@@ -148,6 +148,7 @@ def test_the_focus_is_what_a_reader_would_say_is_asked(question: str, wh: str, h
     ("How much did President Ann Reyes weigh at her 2019 physical?", ["weigh"]),  # told by "171 pounds"
     ("How much did Acme Corp pay for the stake?", ["pay"]),
     ("How much did Michael McDonald really earn in 1975?", ["earn"]),  # past an adverb
+    ("How much did Dana Reyes first weigh at birth?", ["weigh"]),  # past a listed adverb
     ("How much did he pay?", []),  # a pronoun subject: the verb is all the part asks about
     ("How much did Acme's unit pay for it?", []),  # the subject goes on past the name
     ("How much does NASA administrator Jim Bridenstine say it costs?", []),  # a title in the subject, or a verb?

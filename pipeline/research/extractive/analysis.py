@@ -284,35 +284,36 @@ def constraints_of(text: str) -> list[Constraint]:
     return list(found.values())
 
 
-def descriptions(text: str) -> list[tuple[int, int]]:
+def descriptions(text: str) -> list[tuple[int, int, str]]:
     """Spans of `text` that describe rather than ask: an appositive or relative clause set off by commas (", the
-    New York man who ...,"), a relative clause after a name, and an attribution ("according to Snopes")."""
+    New York man who ...,"), a relative clause after a name, an attribution ("according to Snopes"), a closing time
+    clause and a title before a name; each with what stands in its place in the question's core (a comma after a
+    title, so the names either side stay two: "WikiLeaks", "Julian Assange")."""
     first = _WH.search(text)
     asked_at = first.end() if first else 0  # the question's own wh-word ("To which base ...") describes nothing
     lead = _LEADING_SOURCE.match(text)  # "According to X, how many ...": the attribution before the question
-    spans = [m.span() for m in _DESCRIPTION.finditer(text) if m.start() >= asked_at]
-    spans += [m.span() for m in _TIME_CLAUSE.finditer(text, asked_at)
+    spans = [(*m.span(), "") for m in _DESCRIPTION.finditer(text) if m.start() >= asked_at]
+    spans += [(*m.span(), "") for m in _TIME_CLAUSE.finditer(text, asked_at)
               if len(content_terms(text[asked_at:m.start()])) >= 2]  # not "What happened after X resigned?"
     # "How old is WikiLeaks co-founder Julian Assange?": a title before a name says who is meant, not what is asked
     # (a sentence that answers calls him "Assange, 48,").
-    spans += [m.span() for m in _BEFORE_NAME.finditer(text, asked_at)
-              if stem(m.group().rsplit("-", 1)[-1]) in TITLES and not any(a <= m.start() < b for a, b in spans)]
-    return ([lead.span(1)] if lead else []) + sorted(spans)
+    spans += [(*m.span(), ",") for m in _BEFORE_NAME.finditer(text, asked_at)
+              if stem(m.group().rsplit("-", 1)[-1]) in TITLES and not any(a <= m.start() < b for a, b, _ in spans)]
+    return ([(*lead.span(1), "")] if lead else []) + sorted(spans)
 
 
 def analyse_part(text: str, context_terms: list[str] | None = None) -> Part:
     """One part's focus, constraints and terms; `context_terms` are stemmed terms it leans on (an earlier part)."""
     spans = descriptions(text)
-    # A title cut from before a name leaves a comma, so the names either side stay two ("WikiLeaks", "Julian Assange").
-    cuts = ["," if (m := _BEFORE_NAME.match(text, a)) and m.end() == b else "" for a, b in spans] + [""]
-    starts, ends = [0] + [e for _, e in spans], [s for s, _ in spans] + [len(text)]
-    core = "".join(text[a:b] + cut for a, b, cut in zip(starts, ends, cuts, strict=True))
+    starts, ends = [0] + [b for _, b, _ in spans], [a for a, _, _ in spans] + [len(text)]
+    core = "".join(text[a:b] + left for a, b, left in zip(starts, ends, [*(left for *_, left in spans), ""],
+                                                          strict=True))
+    described_text = " , ".join(text[a:b] for a, b, _ in spans)
     own = [t for t in content_terms(strip_request(core), stemmed=True) if t not in _EVENT_VERBS]
-    described = [t for t in content_terms(" ".join(text[a:b] for a, b in spans), stemmed=True) if t not in own]
+    described = [t for t in content_terms(described_text, stemmed=True) if t not in own]
     extra = [t for t in dict.fromkeys(context_terms or []) if t not in own and t not in described]
     constraints = [c.model_copy(update={"soft": True}) if _DEMONYM.fullmatch(c.text) else c
                    for c in constraints_of(core)]  # "the American safety net": a description, not a name to find
-    described_text = " , ".join(text[a:b] for a, b in spans)
     constraints += [c.model_copy(update={"soft": True}) for c in constraints_of(described_text)]
     unique: dict[tuple[str, str], Constraint] = {}
     for c in constraints:
