@@ -411,6 +411,16 @@ def test_a_page_that_names_a_person_by_their_surname_only_is_about_them() -> Non
         ("S1", True, False), ("S2", False, True)}
 
 
+def test_a_name_whose_later_words_no_page_uses_is_marked_by_its_first() -> None:
+    # "Corrigan Brothers" is shaped like a person's name; its first word marks it when no page says "Brothers".
+    question = "Which producer did The Corrigan Brothers record with in 2019?"
+    pages = [page("S1", "The Corrigans recorded with producer Ada Quill in 2019, the band said.",
+                  title="Corrigans back in the studio"),
+             page("S2", "Rain is expected in the city on Tuesday. The river may flood.", title="Weather")]
+    picks = select_sentences(question, pages)
+    assert picks and "Ada Quill" in picks[0].text
+
+
 def test_a_title_before_the_name_asked_about_need_not_be_repeated_by_the_answer() -> None:
     question = "How old is Corvid co-founder Lena Marsh?"
     pages = [page("S1", "Lena Marsh co-founded Corvid in 2009. Marsh, 52, said Corvid would hire again in spring.",

@@ -312,8 +312,9 @@ def _names(asked: _Asked, idf: dict[str, float], vocabulary: AbstractSet[str]) -
     person's name, the given name too: "Volker" marks "Kurt Volker", since a page that says "Kurt" says "Volker"."""
     out = []
     for name, given in zip(asked.names, asked.given, strict=True):
-        core = name - TITLES - {given} or name - TITLES or name
-        core = {t for t in core if t in vocabulary} or core
+        core = name - TITLES or name
+        # The given name only when the pages use no other word of the name ("the Corrigans" of "Corrigan Brothers").
+        core = {t for t in core - {given} if t in vocabulary} or {t for t in core if t in vocabulary} or core
         out.append(_Name(name, max(core, key=lambda t: (idf.get(t, 0.0), t))))
     return out
 
