@@ -108,7 +108,7 @@ _DESCRIPTION = re.compile(
 # and past verb places the asked event in time, as ", after ..." does (descriptions keeps it only after what is asked).
 _TIME_CLAUSE = re.compile(r"(?<=[A-Za-z])\s++(?i:after|before|following|since)\s++(?:[A-Z][\w.'’-]*+\s++)++"
                           r"[a-z]++(?<=ed)\b[^,?;]*+(?=\?|$)")
-# A lowercase word right before a capitalised one: "co-founder Julian Assange" when it is a title (TITLES below).
+# A lowercase word right before a capitalised one: "co-founder Julian Assange" when it is one of TITLES (descriptions).
 _BEFORE_NAME = re.compile(r"(?<![\w'’-])[a-z][a-z-]*+(?=\s++[A-Z])")
 _LEADING_SOURCE = re.compile(rf"\s*((?:according\s+to|as\s+reported\s+by|per)\b{_CLAUSE}),", re.I)
 # Capitalised words that start a question or clause rather than name something.
