@@ -12,6 +12,7 @@ import shutil
 import tempfile
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -298,7 +299,41 @@ def test_a_question_without_a_split_is_refused_naming_the_question(tmp_path: Pat
         load_suite(tmp_path / "s.json")
 
 
-@pytest.mark.parametrize("name", ["asked", "noise", "rejection", "integration", "counterfactual"])
+def _abilities_module() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("abilities", CORPORA / "abilities.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_brief_suite_is_built_from_the_specs_and_keeps_each_long_questions_answer(tmp_path: Path) -> None:
+    abilities = _abilities_module()
+    assert abilities.build_brief(CORPORA / "abilities", tmp_path) == 156
+    assert (tmp_path / "brief.json").read_text() == (SUITES / "brief.json").read_text()  # the shipped one is current
+    brief = load_suite(SUITES / "brief.json")
+    long = {q.id: q for name in ("noise", "rejection", "integration", "counterfactual")
+            for q in load_suite(SUITES / f"{name}.json").questions}
+    for q in brief.questions:
+        source = long[q.id.removeprefix("brief-")]
+        assert len(q.question.split()) < len(source.question.split())
+        assert q.model_dump(exclude={"id", "question", "note"}) == source.model_dump(exclude={"id", "question", "note"})
+
+
+def test_a_spec_question_without_a_brief_form_is_refused_naming_it(tmp_path: Path) -> None:
+    abilities = _abilities_module()
+    for name in ("noise", "rejection", "integration", "counterfactual"):
+        shutil.copyfile(CORPORA / "abilities" / f"{name}.json", tmp_path / f"{name}.json")
+    spec = json.loads((tmp_path / "noise.json").read_text())
+    spec["questions"][2]["brief"] = "Why?"
+    (tmp_path / "noise.json").write_text(json.dumps(spec))
+    with pytest.raises(abilities.SpecError, match="noise question 'noise-03': brief must be"):
+        abilities.build_brief(tmp_path, tmp_path)
+
+
+@pytest.mark.parametrize("name", ["asked", "noise", "rejection", "integration", "counterfactual", "brief"])
 def test_the_held_out_suites_are_half_dev_and_half_test(name: str) -> None:
     suite = load_suite(ROOT / "benchmarks" / "suites" / f"{name}.json")
     dev = sum(q.split == "dev" for q in suite.questions)

@@ -204,3 +204,26 @@ def build_ability(spec_path: Path, corpora: Path, suites: Path) -> int:
              "questions": [_suite_question(ability, q) for q in questions]}
     (suites / f"{ability}.json").write_text(json.dumps(suite, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return len(questions)
+
+
+BRIEF = ("The four abilities asked briefly, as people type into a search box (six to fifteen words, RGB's shape): each "
+         "question is the short form of one question of the noise, rejection, integration or counterfactual suite, "
+         "on that question's frozen web, with the same answer, split and expectations.")
+
+
+def build_brief(specs: Path, suites: Path) -> int:
+    """Write suites/brief.json from the `brief` phrasing of every question of every ability spec; the number."""
+    questions = []
+    for ability in ABILITIES:
+        for q in json.loads((specs / f"{ability}.json").read_text(encoding="utf-8"))["questions"]:
+            brief = q.get("brief")
+            if not isinstance(brief, str) or not 6 <= len(brief.split()) <= 18 or not brief.endswith("?"):
+                raise SpecError(f"{ability} question {q.get('id')!r}: brief must be a question of 6 to 18 words")
+            out = _suite_question(ability, q)
+            out.update(id=f"brief-{q['id']}", question=brief,
+                       note=f"The brief form of {q['id']}. {out.get('note', '')}".strip())
+            questions.append(out)
+    suite = {"name": "brief", "version": "1", "corpus": questions[0]["corpus"], "description": BRIEF,
+             "questions": questions}
+    (suites / "brief.json").write_text(json.dumps(suite, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return len(questions)

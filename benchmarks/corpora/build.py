@@ -328,12 +328,14 @@ def main(argv: list[str] | None = None) -> int:
     four.add_argument("names", nargs="*", help="abilities to build (default: every spec in abilities/)")
     args = parser.parse_args(argv)
     if args.corpus == "abilities":
-        from abilities import build_ability  # beside this script
+        from abilities import build_ability, build_brief  # beside this script
 
         for spec in sorted((HERE / "abilities").glob("*.json")):
             if not args.names or spec.stem in args.names:
                 n = build_ability(spec, HERE, REPO / "benchmarks" / "suites")
                 print(f"{spec.stem}: {n} questions -> {HERE / spec.stem}", file=sys.stderr)
+        n = build_brief(HERE / "abilities", REPO / "benchmarks" / "suites")
+        print(f"brief: {n} questions -> benchmarks/suites/brief.json", file=sys.stderr)
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     if args.corpus == "news":
