@@ -45,6 +45,9 @@ def value_texts(sentence: str, question: str) -> list[str]:
 FOCUS: list[Any] = [
     ("What is the combined maximum value of the contracts?", "what", "value", "number", False),  # "the combined"
     ("What was the estimated cost of the bridge?", "what", "cost", "number", True),
+    ("What is the US starting price of the 2020 Kia Niro EV?", "what", "price", "number", True),  # "US" modifies
+    ("Which NFL team drafted Joe Burrow in 2020?", "which", "team", "organisation", False),
+    ("Which PEP added the walrus operator?", "which", "pep", "number", False),  # an acronym before a verb: the head
     ("What caused the crash of the jet?", "what", None, "other", False),  # a verb after "what": no head
     ("How quickly can the retractable soft top of the Lexus LC 500 Convertible close?",
      "how quickly", None, "number", False),

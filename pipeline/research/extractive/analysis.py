@@ -182,9 +182,12 @@ def _head_after(text: str, *, after_article: bool = False) -> str | None:
     ("which company's shares" -> "company"); None when a verb comes first ("what caused"), unless `after_article`:
     after "what is the", a participle is an adjective ("the combined value" -> "value")."""
     run: list[str] = []
-    for word in re.findall(r"[\w'’-]+", text)[:5]:
+    words = re.findall(r"[\w'’-]+", text)[:5]
+    for i, word in enumerate(words):
         if not run and len(word) > 1 and word.isupper():
-            return word.lower()  # "which PEP", "what CEO"
+            after = words[i + 1] if i + 1 < len(words) else ""
+            if not (after.islower() and after not in STOP_WORDS and (after_article or not _verb_like(after))):
+                return word.lower()  # "which PEP", "what CEO"; not "the US starting price", "what NFL team"
         if not run and (word[:1].isupper() or word[:1].isdigit()):
             continue
         low = word.lower()
