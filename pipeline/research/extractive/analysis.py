@@ -191,6 +191,10 @@ def _head_after(text: str, *, after_article: bool = False) -> str | None:
         if not run and (word[:1].isupper() or word[:1].isdigit()):
             continue
         low = word.lower()
+        if len(run) == 1 and low in ("and", "or") and all(
+                w.islower() and w not in STOP_WORDS and not _verb_like(w) for w in words[i + 1:i + 3]) and (
+                len(words) >= i + 3):
+            continue  # "how many human and animal cases": two modifiers of one head, "cases"
         if low in STOP_WORDS or word[:1].isupper() or word[:1].isdigit():
             break
         if _verb_like(low) and not _type_of_head(low) and (run or not after_article):
@@ -275,7 +279,8 @@ def constraints_of(text: str) -> list[Constraint]:
         while words and words[0].lower().strip(".,") in _NOT_NAMES:
             words.pop(0)  # "According to ...", a clause's first word
         # "Kevin King and Timothy Weeks": two names. (?<!\s) and `++`: as in _DESCRIPTION.
-        for phrase in re.split(r"(?<!\s)\s++(?:and|&)\s++", " ".join(words)):
+        # "Michigan's EEE outbreak": a possessive ends a name, so "Michigan" and "EEE" are two.
+        for phrase in re.split(r"(?<!\s)\s++(?:and|&)\s++|(?<=['’]s)\s++", " ".join(words)):
             words_of = phrase.split()
             if phrase and not (any(w.lower().strip(".,") in _DATE_WORDS for w in words_of) and all(
                     w.lower().strip(".,") in _DATE_WORDS or w.strip(".,").isdigit() for w in words_of)):
