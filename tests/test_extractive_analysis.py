@@ -223,6 +223,8 @@ CONSTRAINTS: list[Any] = [
     (f"According to official David Holmes, {SONDLAND[0].lower()}{SONDLAND[1:]}?", SONDLAND_NAMES, ("July",)),
     ("How many flu cases had Ohio's EEE outbreak caused by May?",  # a possessive ends a name: two names
      [("name", "Ohio's", False), ("name", "EEE", False)], ("Ohio's EEE",)),
+    ("How many schools closed for the Students for Fair Pay march?",  # "for" between capitals: one name
+     [("name", "Students for Fair Pay", False)], ()),
     ("How many Boeing 787-9 Dreamliners did Emirates order at the Dubai Air Show in November 2019?",
      [("name", "Boeing 787-9 Dreamliners", False), ("name", "Emirates", False), ("name", "Dubai Air Show", False),
       ("year", "2019", False)], ("November",)),
