@@ -557,3 +557,15 @@ def test_how_much_a_named_subject_weighs_is_told_by_the_unit() -> None:
     pages = [PageText(source_id="S1", text=text, title="Senator Ann Reyes visits clinic", published="2020-03-20")]
     picks = select_sentences(part, pages)
     assert picks and "171 pounds" in picks[0].text
+
+
+def test_who_scored_is_answered_by_the_sentence_that_names_the_goal() -> None:
+    answer = ("Mara Lind's second goal of the game 1:40 into overtime gave the Harbor City Gulls a 3-2 win over the "
+              "Lakeport Otters on Saturday night.")
+    pages = [page("S1", f"{answer}\nThe Otters had led 2-0 after the first period.", title="Lind's goal lifts Gulls"),
+             page("S2", "The Lakeport Otters host the Bay Hawks on Tuesday after a long road trip.\n"
+                        "Tickets are still on sale at the box office.", title="Otters host Hawks"),
+             page("S3", "The city council approved the new budget on Monday by a vote of 7-2.\n"
+                        "The mayor said the plan would fund two new libraries.", title="Council votes on budget")]
+    picks = select_sentences("Who scored the Gulls' overtime winner in their 3-2 win over the Otters?", pages, k=1)
+    assert [p.text for p in picks] == [answer]

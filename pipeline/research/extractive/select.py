@@ -268,6 +268,7 @@ class _Asked:
 # Verbs a question asks with and the words its answer is told in: "Who won?" is answered by "... a 3-1 victory".
 _FAMILIES = [frozenset(stem(w) for w in group.split()) for group in (
     "win won winner victory victor champion beat defeat triumph",
+    "score scored scorer goal",
     "buy bought acquire acquisition purchase pay paid deal",
     "die died death dead kill killed",
     "sell sold sale",
