@@ -569,3 +569,16 @@ def test_who_scored_is_answered_by_the_sentence_that_names_the_goal() -> None:
                         "The mayor said the plan would fund two new libraries.", title="Council votes on budget")]
     picks = select_sentences("Who scored the Gulls' overtime winner in their 3-2 win over the Otters?", pages, k=1)
     assert [p.text for p in picks] == [answer]
+
+
+def test_who_was_the_title_is_answered_only_by_a_sentence_that_says_the_title() -> None:
+    ombudsman = ("Public Ombudsman Rosa Vidal's office called on the interim government of Norland to withdraw the "
+                 "troops from the Velka plant after the clashes.")
+    president = "Interim President Tomas Berg of Norland defended the troops sent to the Velka plant in the clashes."
+    noise = page("S3", "The city council approved the new budget on Monday by a vote of 7-2.\n"
+                       "The mayor said the plan would fund two new libraries.", title="Council votes on budget")
+    question = "Who was Norland's interim president during the Velka plant clashes?"
+    assert select_sentences(question, [page("S1", ombudsman, title="Clashes at Velka"), noise]) == []
+    picks = select_sentences(question, [page("S1", ombudsman, title="Clashes at Velka"),
+                                        page("S2", president, title="Berg defends troops"), noise], k=1)
+    assert [p.text for p in picks] == [president]
