@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from pipeline.research.extractive import analysis, answers, terms
-from pipeline.research.extractive.analysis import Part, analyse_part, focus_of, predicates_of
+from pipeline.research.extractive.analysis import Part, analyse_part, asked_office, focus_of, predicates_of
 from pipeline.research.extractive.answers import answer_values
 from pipeline.research.extractive.questions import split_question
 from pipeline.research.extractive.terms import content_terms
@@ -50,6 +50,9 @@ FOCUS: list[Any] = [
     ("What is the US starting price of the 2020 Kia Niro EV?", "what", "price", "number", True),  # "US" modifies
     ("Which NFL team drafted Joe Burrow in 2020?", "which", "team", "organisation", False),
     ("Which PEP added the walrus operator?", "which", "pep", "number", False),  # an acronym before a verb: the head
+    ("Which CEO runs Tesla?", "which", "ceo", "person", False),
+    ("Which US state has the most lakes?", "which", "state", "place", False),
+    ("Which US military base were the hostages flown to?", "which", "base", "place", False),
     ("What caused the crash of the jet?", "what", None, "other", False),  # a verb after "what": no head
     ("How quickly can the retractable soft top of the Lexus LC 500 Convertible close?",
      "how quickly", None, "number", False),
@@ -223,8 +226,8 @@ CONSTRAINTS: list[Any] = [
     (f"According to official David Holmes, {SONDLAND[0].lower()}{SONDLAND[1:]}?", SONDLAND_NAMES, ("July",)),
     ("How many flu cases had Ohio's EEE outbreak caused by May?",  # a possessive ends a name: two names
      [("name", "Ohio's", False), ("name", "EEE", False)], ("Ohio's EEE",)),
-    ("How many schools closed for the Students for Fair Pay march?",  # "for" between capitals: one name
-     [("name", "Students for Fair Pay", False)], ()),
+    ("Who founded the People's Republic of China, and who runs McDonald's Corporation?",  # one name each
+     [("name", "People's Republic of China", False), ("name", "McDonald's Corporation", False)], ()),
     ("How many Boeing 787-9 Dreamliners did Emirates order at the Dubai Air Show in November 2019?",
      [("name", "Boeing 787-9 Dreamliners", False), ("name", "Emirates", False), ("name", "Dubai Air Show", False),
       ("year", "2019", False)], ("November",)),
@@ -505,3 +508,16 @@ def test_a_pronoun_after_a_name_of_its_own_part_does_not_lean_on_the_part_before
 def test_a_name_starting_in_lower_case_is_one_name() -> None:
     part = part_of("How many companies out of ten are writing custom iOS apps for the iPhone?")
     assert {("name", "ios"), ("name", "iphone")} <= set(constraint_map(part))
+
+
+@pytest.mark.parametrize(("question", "office"), [
+    ("Who was Norland's interim president during the clashes?", ["presid"]),
+    ("Who is the CEO of Acme?", ["ceo", "chief", "execut"]),
+    ("Who is the chief executive of Acme?", ["ceo", "chief", "execut"]),
+    ("Who was the man arrested for the shooting?", []),  # a person word, no office
+    ("Who is the author of the memoir?", []),
+    ("Who is suing the governor of Texas?", []),  # the office is not what is asked
+    ("Which governor signed the bill?", []),
+])
+def test_the_office_a_who_is_question_asks_about(question: str, office: list[str]) -> None:
+    assert asked_office(question) == office

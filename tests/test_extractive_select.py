@@ -582,3 +582,12 @@ def test_who_was_the_title_is_answered_only_by_a_sentence_that_says_the_title() 
     picks = select_sentences(question, [page("S1", ombudsman, title="Clashes at Velka"),
                                         page("S2", president, title="Berg defends troops"), noise], k=1)
     assert [p.text for p in picks] == [president]
+
+
+def test_who_was_the_ceo_is_answered_by_a_sentence_that_says_chief_executive() -> None:
+    answer = "Dana Reyes, Acme's chief executive since 2017, announced the Norland plant closure on Monday."
+    pages = [page("S1", f"{answer}\nThe plant employed 400 people.", title="Acme to close Norland plant"),
+             page("S2", "The city council approved the new budget on Monday by a vote of 7-2.\n"
+                        "The mayor said the plan would fund two new libraries.", title="Council votes on budget")]
+    picks = select_sentences("Who was the CEO of Acme when it closed the Norland plant?", pages, k=1)
+    assert [p.text for p in picks] == [answer]

@@ -206,9 +206,9 @@ def build_ability(spec_path: Path, corpora: Path, suites: Path) -> int:
     return len(questions)
 
 
-BRIEF = ("The four abilities asked briefly, as people type into a search box (six to fifteen words, RGB's shape): each "
-         "question is the short form of one question of the noise, rejection, integration or counterfactual suite, "
-         "on that question's frozen web, with the same answer, split and expectations.")
+BRIEF = ("The four abilities asked briefly, as people type into a search box (six to eighteen words, RGB's shape): "
+         "each question is the short form of one question of the noise, rejection, integration or counterfactual "
+         "suite, on that question's frozen web, with the same answer, split and expectations.")
 
 
 def build_brief(specs: Path, suites: Path) -> int:

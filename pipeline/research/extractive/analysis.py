@@ -7,6 +7,7 @@ a search term's weight: those come from the pages (select.py).
 """
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Literal
 
@@ -51,6 +52,9 @@ _HEADS: dict[str, frozenset[str]] = {
         nickname term word phrase""")),
 }
 DATE_HEADS: frozenset[str] = _HEADS["date"]
+# The last words of names of organisations and places ("McDonald's Corporation", "Children's Hospital").
+_KIND_ENDINGS: frozenset[str] = frozenset(stem(w) for w in _HEADS["organisation"] | _HEADS["place"] | set(word_list(
+    "corporation corp inc ltd co society institute association foundation center centre museum hall")))
 # Kinds of thing whose proper names carry the kind: "Wembley Stadium", "Bagram Air Base", "Harvard University", "the
 # Nobel Prize". A sentence that answers "which stadium" says "stadium", or a sentence beside it does; a sentence
 # that names no stadium answers another question. Classes named without the kind ("which city": "Paris"; "which
@@ -91,7 +95,7 @@ _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:-]\d+)*[a-z]?(?![\w])", re.I)
 # matched too, to the word's end, as group "number" (skipped): failing as a name, it made the search start again at
 # each digit after it and read on to the word's end (quadratic).
 _NAME = re.compile(r"(?:(?:(?<![\w'’.-])[a-z]++(?=[A-Z]))?[A-Z][\w'’.-]*+|\d[\w.-]*[A-Za-z][\w.-]*+)"
-                   r"(?:\s++(?:of|for|de|la|von|van|del|der|du|the|and|&)(?=\s+[A-Z])|\s++(?:[A-Z][\w'’.-]*+|\d[\w.-]*+))*+|(?P<number>\d[\w.-]*+)")
+                   r"(?:\s++(?:of|de|la|von|van|del|der|du|the|and|&)(?=\s+[A-Z])|\s++(?:[A-Z][\w'’.-]*+|\d[\w.-]*+))*+|(?P<number>\d[\w.-]*+)")
 # Runs are taken whole (`++`, `*+`) where what follows cannot start with what they take. An attribution's space run
 # is matched from its first character only ((?<!\s)): a search would otherwise start again at each character of a
 # long run and read on to its end. After a relative pronoun, the old `\s+(?!(?:is|...)\b)` gave back one space when
@@ -186,14 +190,15 @@ def _head_after(text: str, *, after_article: bool = False) -> str | None:
     for i, word in enumerate(words):
         if not run and len(word) > 1 and word.isupper():
             after = words[i + 1] if i + 1 < len(words) else ""
-            if not (after.islower() and after not in STOP_WORDS and (after_article or not _verb_like(after))):
-                return word.lower()  # "which PEP", "what CEO"; not "the US starting price", "what NFL team"
+            nouns = list(itertools.takewhile(lambda w: _lower_word(w) and not _verb_like(w), words[i + 1:i + 3]))
+            if not (after and _lower_word(after) and (any(_type_of_head(w.lower()) for w in nouns) or (
+                    after_article and (after.endswith("ing") or not _verb_like(after))))):
+                return word.lower()  # "which PEP", "which CEO runs"; not "the US starting price", "which US base"
         if not run and (word[:1].isupper() or word[:1].isdigit()):
             continue
         low = word.lower()
-        if len(run) == 1 and low in ("and", "or") and all(
-                w.islower() and w not in STOP_WORDS and not _verb_like(w) for w in words[i + 1:i + 3]) and (
-                len(words) >= i + 3):
+        if len(run) == 1 and low in ("and", "or") and len(words) >= i + 3 and all(
+                _lower_word(w) and not _verb_like(w) for w in words[i + 1:i + 3]):
             continue  # "how many human and animal cases": two modifiers of one head, "cases"
         if low in STOP_WORDS or word[:1].isupper() or word[:1].isdigit():
             break
@@ -208,6 +213,24 @@ def _head_after(text: str, *, after_article: bool = False) -> str | None:
         if len(run) == 3:
             break
     return run[-1] if run else None
+
+
+_WHO_IS = re.compile(r"\s*+who\s++(?:is|was|are|were)\s++(?:(?:the|an?)\s++)?", re.I)
+# Person words that are no office a page would name the answer by ("Who was the man arrested ...?").
+_NOT_OFFICES = frozenset(word_list("""
+    person people man woman men women boy girl player players author writer winner champion star victim suspect son
+    daughter father mother wife husband host owner investor candidate"""))
+
+
+def asked_office(text: str) -> list[str]:
+    """The stems of the office a "Who is/was the <office> ...?" part asks about ("Who was Bolivia's interim
+    president?" -> ["presid"]; "CEO" and "chief executive" as one), or []."""
+    m = _WHO_IS.match(text)
+    head = _head_after(text[m.end():]) if m else None
+    if head is None or head in _NOT_OFFICES or _type_of_head(head) != "person":
+        return []
+    office = stem(head)
+    return ["ceo", "chief", "execut"] if office in ("ceo", "chief", "execut") else [office]
 
 
 def _slot(*words: str | None) -> list[str]:
@@ -279,8 +302,7 @@ def constraints_of(text: str) -> list[Constraint]:
         while words and words[0].lower().strip(".,") in _NOT_NAMES:
             words.pop(0)  # "According to ...", a clause's first word
         # "Kevin King and Timothy Weeks": two names. (?<!\s) and `++`: as in _DESCRIPTION.
-        # "Michigan's EEE outbreak": a possessive ends a name, so "Michigan" and "EEE" are two.
-        for phrase in re.split(r"(?<!\s)\s++(?:and|&)\s++|(?<=['’]s)\s++", " ".join(words)):
+        for phrase in _possessors_apart(re.split(r"(?<!\s)\s++(?:and|&)\s++", " ".join(words))):
             words_of = phrase.split()
             if phrase and not (any(w.lower().strip(".,") in _DATE_WORDS for w in words_of) and all(
                     w.lower().strip(".,") in _DATE_WORDS or w.strip(".,").isdigit() for w in words_of)):
@@ -290,6 +312,27 @@ def constraints_of(text: str) -> list[Constraint]:
         if m.group() not in years and not any(m.group() in c.text for c in found.values() if c.kind != "year"):
             add("number", m.group())
     return list(found.values())
+
+
+# Possessives inside a name ("People's Republic", "St. John's University", "Women's World Cup").
+_NAME_POSSESSORS = frozenset(word_list("people children women men st st. saint"))
+
+
+def _possessors_apart(phrases: list[str]) -> list[str]:
+    """Each phrase, a possessor apart from what it owns ("Michigan's EEE" -> "Michigan's", "EEE"), unless the
+    possessive is part of one name: a generic possessor ("Women's World Cup"), what follows starts with "of"
+    ("Lloyd's of London") or ends in a kind of organisation or place ("McDonald's Corporation", "St. John's
+    University")."""
+    out = []
+    for phrase in phrases:
+        words = phrase.split()
+        at = next((i for i, w in enumerate(words[:-1]) if w.endswith(("'s", "’s"))), None)
+        if at is None or words[at][:-2].lower() in _NAME_POSSESSORS or words[at + 1] == "of" or stem(
+                words[-1].lower()) in _KIND_ENDINGS:
+            out.append(phrase)
+        else:
+            out += [" ".join(words[:at + 1]), " ".join(words[at + 1:])]
+    return out
 
 
 def descriptions(text: str) -> list[tuple[int, int, str]]:

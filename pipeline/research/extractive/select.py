@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel
 
-from .analysis import DATE_HEADS, NAME_KINDS, NAMED, TITLES, TYPED, Part, analyse_part
+from .analysis import DATE_HEADS, NAME_KINDS, NAMED, TITLES, TYPED, Part, analyse_part, asked_office
 from .answers import Value, answer_values, same_value
 from .sentences import Span, split_sentences
 from .terms import IRREGULAR, content_terms, stem, terms_of, word_list
@@ -248,7 +248,7 @@ class _Asked:
     years: set[str]
     fixed: list[set[str]]  # numbers and quoted titles of the core: each must be in the sentence or around it
     predicates: list[str]  # the core's verbs: a sentence must say one of them (or a word of the same root)
-    titles: set[str]  # of "Who is/was the <title> ...?", the title words: a sentence must say one of them
+    office: set[str]  # of "Who is/was the <office> ...?", the office's words: a sentence must say one of them
 
     @classmethod
     def of(cls, part: Part) -> _Asked:
@@ -264,10 +264,7 @@ class _Asked:
                    years={c.text for c in hard if c.kind == "year"},
                    fixed=[set(c.terms) for c in hard if c.kind in ("number", "quoted")],
                    predicates=part.predicates,
-                   titles={t for t in part.terms if t in TITLES} if _WHO_IS.match(part.text) else set())
-
-
-_WHO_IS = re.compile(r"\s*+who\s++(?:is|was|are|were)\b", re.I)
+                   office=set(asked_office(part.text)))
 
 
 # Verbs a question asks with and the words its answer is told in: "Who won?" is answered by "... a 3-1 victory".
@@ -355,7 +352,7 @@ def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value
     if asked.predicates and asked.part.past and not _happened(asked.predicates, s.span.text) and not (
             restates and not tells and not _hedged(s.span.text)):
         return False  # "Where was the deal signed?" is not answered by "he hoped to sign it in Chile"
-    if asked.titles and not _says(asked.titles, s):
+    if asked.office and not _says(asked.office, s):
         return False  # "Who was Bolivia's interim president?" is not answered by a sentence naming an ombudsman
     head = stem(asked.part.focus.head or "")
     if asked.part.focus.wh == "how many" and head and head not in _UNCOUNTED and not _says({head}, s):
