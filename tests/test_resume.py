@@ -90,6 +90,16 @@ def _wait_for(condition, what: str, timeout: float = 60.0) -> None:  # type: ign
         time.sleep(0.05)
 
 
+def _all_recorded(world: World, err: Path) -> bool:
+    """Whether the run that `err` names has recorded a response for every request the fake model has received."""
+    lines = err.read_text().splitlines()
+    started = re.match(r"research: run (\w+) started", lines[0]) if lines else None
+    if started is None:
+        return False
+    with open_test_store(world.db) as store:
+        return len(store.events(started.group(1), ["model_response"])) == len(world.model.requests)
+
+
 def _is_probe(r: MessagesRequest) -> bool:
     """The OpenAI adapter's check that the endpoint calls tools, made once before a tools-mode run."""
     return r.has_tool("record_finding") and r.user_texts == [TOOLS_PROBE]
@@ -110,8 +120,11 @@ def test_a_killed_run_resumes_without_repeating_finished_work(world: World, tmp_
         child = subprocess.Popen([sys.executable, "-m", "pipeline", "run", QUESTION, "--mode", "tools", "--quiet"],
                                  stdout=subprocess.DEVNULL, stderr=stderr, env=world.env())
         try:
-            # The worker has searched, fetched /a, recorded a finding and asked for /b, which now hangs.
-            _wait_for(lambda: world.web.count("/b") == 1 or child.poll() is not None, "the fetch of /b")
+            # The worker has searched, fetched /a, recorded a finding and asked for /b, which now hangs. The cache
+            # warm-up runs beside the plan: a model request still in flight at the kill is sent but never recorded,
+            # so the kill waits until every request the model received has its response recorded.
+            _wait_for(lambda: child.poll() is not None or world.web.count("/b") == 1 and _all_recorded(world, err),
+                      "the fetch of /b, with every model response recorded")
             assert child.poll() is None, err.read_text()
         finally:
             child.send_signal(signal.SIGKILL)
