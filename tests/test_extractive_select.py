@@ -411,23 +411,31 @@ def test_a_page_that_names_a_person_by_their_surname_only_is_about_them() -> Non
         ("S1", True, False), ("S2", False, True)}
 
 
+# Pages about nothing a question here asks: each answer must be picked from beside them.
+WEATHER = page("S2", "Rain is expected in the city on Tuesday. The river may flood.", title="Weather")
+COUNCIL = page("S3", "The city council approved the new budget on Monday by a vote of 7-2.\n"
+                     "The mayor said the plan would fund two new libraries.", title="Council votes on budget")
+
+
+def best_beside_weather(question: str, text: str, title: str) -> str:
+    """The best pick for `question` from a page of `text` beside an unrelated one; fails when nothing is picked."""
+    picks = select_sentences(question, [page("S1", text, title=title), WEATHER])
+    assert picks
+    return picks[0].text
+
+
 def test_a_name_whose_later_words_no_page_uses_is_marked_by_its_first() -> None:
     # "Corrigan Brothers" is shaped like a person's name; its first word marks it when no page says "Brothers".
-    question = "Which producer did The Corrigan Brothers record with in 2019?"
-    pages = [page("S1", "The Corrigans recorded with producer Ada Quill in 2019, the band said.",
-                  title="Corrigans back in the studio"),
-             page("S2", "Rain is expected in the city on Tuesday. The river may flood.", title="Weather")]
-    picks = select_sentences(question, pages)
-    assert picks and "Ada Quill" in picks[0].text
+    assert "Ada Quill" in best_beside_weather("Which producer did The Corrigan Brothers record with in 2019?",
+                                              "The Corrigans recorded with producer Ada Quill in 2019, the band said.",
+                                              "Corrigans back in the studio")
 
 
 def test_a_title_before_the_name_asked_about_need_not_be_repeated_by_the_answer() -> None:
-    question = "How old is Corvid co-founder Lena Marsh?"
-    pages = [page("S1", "Lena Marsh co-founded Corvid in 2009. Marsh, 52, said Corvid would hire again in spring.",
-                  title="Corvid to hire"),
-             page("S2", "Rain is expected in the city on Tuesday. The river may flood.", title="Weather")]
-    picks = select_sentences(question, pages)
-    assert picks and picks[0].text.startswith("Marsh, 52")
+    assert best_beside_weather(
+        "How old is Corvid co-founder Lena Marsh?",
+        "Lena Marsh co-founded Corvid in 2009. Marsh, 52, said Corvid would hire again in spring.",
+        "Corvid to hire").startswith("Marsh, 52")
 
 
 def test_a_line_of_code_after_a_prompt_is_no_answer_when_a_sentence_gives_one() -> None:
@@ -565,8 +573,7 @@ def test_who_scored_is_answered_by_the_sentence_that_names_the_goal() -> None:
     pages = [page("S1", f"{answer}\nThe Otters had led 2-0 after the first period.", title="Lind's goal lifts Gulls"),
              page("S2", "The Lakeport Otters host the Bay Hawks on Tuesday after a long road trip.\n"
                         "Tickets are still on sale at the box office.", title="Otters host Hawks"),
-             page("S3", "The city council approved the new budget on Monday by a vote of 7-2.\n"
-                        "The mayor said the plan would fund two new libraries.", title="Council votes on budget")]
+             COUNCIL]
     picks = select_sentences("Who scored the Gulls' overtime winner in their 3-2 win over the Otters?", pages, k=1)
     assert [p.text for p in picks] == [answer]
 
@@ -575,8 +582,7 @@ def test_who_was_the_title_is_answered_only_by_a_sentence_that_says_the_title() 
     ombudsman = ("Public Ombudsman Rosa Vidal's office called on the interim government of Norland to withdraw the "
                  "troops from the Velka plant after the clashes.")
     president = "Interim President Tomas Berg of Norland defended the troops sent to the Velka plant in the clashes."
-    noise = page("S3", "The city council approved the new budget on Monday by a vote of 7-2.\n"
-                       "The mayor said the plan would fund two new libraries.", title="Council votes on budget")
+    noise = COUNCIL
     question = "Who was Norland's interim president during the Velka plant clashes?"
     assert select_sentences(question, [page("S1", ombudsman, title="Clashes at Velka"), noise]) == []
     picks = select_sentences(question, [page("S1", ombudsman, title="Clashes at Velka"),
@@ -587,7 +593,6 @@ def test_who_was_the_title_is_answered_only_by_a_sentence_that_says_the_title() 
 def test_who_was_the_ceo_is_answered_by_a_sentence_that_says_chief_executive() -> None:
     answer = "Dana Reyes, Acme's chief executive since 2017, announced the Norland plant closure on Monday."
     pages = [page("S1", f"{answer}\nThe plant employed 400 people.", title="Acme to close Norland plant"),
-             page("S2", "The city council approved the new budget on Monday by a vote of 7-2.\n"
-                        "The mayor said the plan would fund two new libraries.", title="Council votes on budget")]
+             COUNCIL]
     picks = select_sentences("Who was the CEO of Acme when it closed the Norland plant?", pages, k=1)
     assert [p.text for p in picks] == [answer]
