@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from pipeline.research.extractive import analysis, answers, terms
-from pipeline.research.extractive.analysis import Part, analyse_part, asked_office, focus_of, predicates_of
+from pipeline.research.extractive.analysis import Part, analyse_part, asked_office, did_verb, focus_of, predicates_of
 from pipeline.research.extractive.answers import answer_values
 from pipeline.research.extractive.questions import split_question
 from pipeline.research.extractive.terms import content_terms
@@ -205,6 +205,24 @@ def test_the_predicate_is_the_verb_said_of_the_answer(question: str, predicates:
 def test_predicates_of_reads_a_core_without_its_descriptions() -> None:
     assert predicates_of("Which engine maker will power the Boeing 777X?") == ["power"]
     assert predicates_of("What did Donald Trump say?") == []
+
+
+@pytest.mark.parametrize(("question", "verb"), [
+    ("When did Coty close its deal for 51% of Kylie Cosmetics?", "close"),
+    ("When did Hong Kong police lift the Polytechnic University cordon?", "lift"),  # "police" is the subject's
+    ("When did the deal close?", "close"),
+    ("What sentence did Patrick Carlineo get for threatening to kill Ilhan Omar?", "get"),
+    ("How many vehicles did Houston dealers sell in October?", "sell"),
+    ("When did Michael McDonald first join the band?", "join"),
+    ("How many people did PG&E originally estimate could be affected?", "estim"),  # not "affected", after "could"
+    ("How many points did LeBron James score against the Nets?", "score"),
+    ("When did the US-China phase one trade deal get signed?", "sign"),
+    ("What did the company say about job cuts?", "say"),
+    ("Who won the 2022 Citrus Bowl?", None),
+    ("When will the deal close?", None),
+])
+def test_the_verb_after_did_and_its_subject(question: str, verb: str | None) -> None:
+    assert did_verb(question) == verb
 
 
 # --- constraints: names, years, dates, numbers, quoted titles; soft in descriptions --------------------------------

@@ -458,6 +458,37 @@ def test_a_past_event_is_not_answered_by_a_plan_or_a_hope() -> None:
     assert [p.source_id for p in picks] == ["S2"]
 
 
+def test_when_something_happened_is_not_told_by_a_sentence_that_only_expects_it() -> None:
+    """"When did Acme close its purchase ...?": a sentence that says "close" only as expected does not answer; one
+    that tells it in other words ("completed") still does."""
+    part = "When did Acme close its purchase of Globex?"
+    expected = page("S1", "Acme said the purchase of Globex is expected to close in the third quarter of 2020. "
+                          "Globex makes valves.", "Acme to buy Globex")
+    assert select_sentences(part, [expected, WEATHER]) == []
+    completed = page("S3", "Acme completed its purchase of Globex on March 3, 2020.", "Acme buys Globex")
+    assert [p.source_id for p in select_sentences(part, [expected, completed, WEATHER])] == ["S3"]
+    closed = page("S4", "Acme closed its purchase of Globex on March 3, after it had hoped to close in January.",
+                  "Deal done")
+    assert [p.source_id for p in select_sentences(part, [closed, WEATHER])] == ["S4"]
+    # Only a word of the verb's own root is held to this: "will confirm" is no "say" told as expected.
+    chart = page("S5", "Maley looked at Coty's chart. If the stock can break above $13.60, that will confirm its "
+                       "long-term uptrend.", "Coty's chart")
+    assert select_sentences("What price did Maley say Coty must break above?", [chart, WEATHER])
+
+
+def test_another_edition_of_what_is_asked_is_no_answer() -> None:
+    """"How much does the Zephyr 7 cost?" is not answered by the Zephyr 6's price, though its page names the Zephyr
+    7; a sentence that names both editions may answer, and a question that names two takes either."""
+    part = "How much does the Zephyr 7 phone cost?"
+    older = page("S1", "The Zephyr 6 phone costs $499 and ships in May. Reviewers liked its screen.",
+                 "Zephyr 6 review: why not wait for the Zephyr 7")
+    assert select_sentences(part, [older, WEATHER]) == []
+    newer = page("S3", "The Zephyr 7 phone costs $599, $100 more than the Zephyr 6 did.", "Zephyr 7 launched")
+    assert [p.source_id for p in select_sentences(part, [older, newer, WEATHER])] == ["S3"]
+    both = "How much more does the Zephyr 7 phone cost than the Zephyr 6 phone?"
+    assert select_sentences(both, [older, WEATHER])
+
+
 def test_a_purpose_is_no_plan() -> None:
     from pipeline.research.extractive.select import _happened
 

@@ -421,6 +421,33 @@ def _verb_after_do(words: list[str]) -> str | None:
     return words[j].lower() if j < len(words) and _lower_word(words[j]) else None
 
 
+def did_verb(text: str) -> str | None:
+    """The stemmed verb of a question's "did <subject> <verb>" ("When did Coty close its deal?" -> "close", "When did
+    Hong Kong police lift the cordon?" -> "lift"): the first lowercase word after "did" that is no function word and
+    that no other such word follows (those are the subject's nouns); None when the question has no "did" among its
+    first words."""
+    words = re.findall(r"[\w'’-]+|[^\w\s]", strip_request(text))
+    at = next((i for i, w in enumerate(words[:8]) if w.lower() == "did"), None)
+    if at is None:
+        return None
+    for j in range(at + 1, min(len(words), at + 10)):
+        if _open_word(words[j]) and not (j + 1 < len(words) and _open_word(words[j + 1])):
+            return stem(words[j].lower())
+    return None
+
+
+def _open_word(word: str) -> bool:
+    """A lowercase word that is no function word or possessive: a noun, verb, adjective or adverb."""
+    return word.isalpha() and word.islower() and word not in _FUNCTION_WORDS
+
+
+_FUNCTION_WORDS = frozenset(word_list("""
+    the a an its his her their our my your this that these those of for to in on at by with from about into over
+    after before as and or but than against during since until without under through across among per via it he
+    she they we you him them us not never be been being is are was were has have had do does will would could can
+    may might shall should must"""))
+
+
 _BE = frozenset(word_list("is was are were"))
 _PAST = re.compile(r"\b(?:did|was|were|had)\b", re.I)
 

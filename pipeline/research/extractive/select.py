@@ -24,8 +24,9 @@ from typing import NamedTuple
 
 from pydantic import BaseModel
 
-from .analysis import DATE_HEADS, NAME_KINDS, NAMED, TITLES, TYPED, Part, analyse_part, asked_office
+from .analysis import DATE_HEADS, NAME_KINDS, NAMED, TITLES, TYPED, Part, analyse_part, asked_office, did_verb
 from .answers import Value, answer_values, same_value
+from .editions import Edition, editions_of, other_edition
 from .sentences import Span, split_sentences
 from .terms import IRREGULAR, content_terms, stem, terms_of, word_list
 
@@ -249,6 +250,8 @@ class _Asked:
     fixed: list[set[str]]  # numbers and quoted titles of the core: each must be in the sentence or around it
     predicates: list[str]  # the core's verbs: a sentence must say one of them (or a word of the same root)
     office: set[str]  # of "Who is/was the <office> ...?", the office's words: a sentence must say one of them
+    editions: list[Edition]  # numbers beside a word ("iPhone 14"): a sentence must not name another in their place
+    done: str | None  # the verb of "When did X <verb>?": a sentence that says it must say it as having happened
 
     @classmethod
     def of(cls, part: Part) -> _Asked:
@@ -264,7 +267,8 @@ class _Asked:
                    years={c.text for c in hard if c.kind == "year"},
                    fixed=[set(c.terms) for c in hard if c.kind in ("number", "quoted")],
                    predicates=part.predicates,
-                   office=set(asked_office(part.text)))
+                   office=set(asked_office(part.text)), editions=editions_of(part.text),
+                   done=did_verb(part.text) if part.past else None)
 
 
 # Verbs a question asks with and the words its answer is told in: "Who won?" is answered by "... a 3-1 victory".
@@ -281,9 +285,14 @@ _FAMILIES = [frozenset(stem(w) for w in group.split()) for group in (
 
 
 def _related(a: str, b: str) -> bool:
-    """Two stems of one root: equal, one the other's start ("win" and "winner", "found" and "founder"), sharing
-    their first five letters ("acquir" and "acquisit"), or words of one _FAMILIES group ("win", "victori")."""
-    if a == b or any(a in f and b in f for f in _FAMILIES):
+    """Two stems of one root (_same_root), or words of one _FAMILIES group ("win", "victori")."""
+    return _same_root(a, b) or any(a in f and b in f for f in _FAMILIES)
+
+
+def _same_root(a: str, b: str) -> bool:
+    """Two stems of one root: equal, one the other's start ("win" and "winner", "found" and "founder"), or sharing
+    their first five letters ("acquir" and "acquisit")."""
+    if a == b:
         return True
     short = min(len(a), len(b))
     return short >= 3 and (a.startswith(b) or b.startswith(a)) or short >= 5 and a[:5] == b[:5]
@@ -352,6 +361,8 @@ def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value
     if asked.predicates and asked.part.past and not _happened(asked.predicates, s.span.text) and not (
             restates and not tells and not _hedged(s.span.text)):
         return False  # "Where was the deal signed?" is not answered by "he hoped to sign it in Chile"
+    if asked.done and any(_same_root(asked.done, t) for t in s.tf) and not _happened([asked.done], s.span.text):
+        return False  # "When did Coty close the deal?" is not answered by "The deal is expected to close in March"
     if asked.office and not _says(asked.office, s):
         return False  # "Who was Bolivia's interim president?" is not answered by a sentence naming an ombudsman
     head = stem(asked.part.focus.head or "")
@@ -364,6 +375,8 @@ def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value
         return False  # the sentence, or else what is around it, is about other years than the part's
     if any(not fixed <= around for fixed in asked.fixed):
         return False
+    if other_edition(asked.editions, s.span.text):
+        return False  # "What does the iPhone 14 cost?" is not answered by "The iPhone 13 starts at $699"
     near = around | s.tf.keys()
     return not names or any(_named(name, near) for name in names)
 

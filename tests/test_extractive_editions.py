@@ -1,0 +1,46 @@
+"""Numbered editions of what a question asks about ("iPhone 14", "season 2") and sentences that name another."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from pipeline.research.extractive.editions import Edition, editions_of, other_edition
+
+
+def test_a_number_beside_a_word_is_an_edition_either_side_and_years_are_left_out() -> None:
+    assert editions_of("What does the 13-inch MacBook Pro cost in 2020?") == [Edition("macbook", "13-inch", "before")]
+    assert editions_of("When does season 2 of Severance premiere?") == [Edition("season", "2", "after")]
+    assert editions_of("Which engines will power Emirates' 787-9s?") == []  # an owner, not a series
+
+
+@pytest.mark.parametrize(("question", "sentence", "other"), [
+    ("How much does the iPhone 14 cost?", "The iPhone 13 starts at $699.", True),
+    ("How much does the iPhone 14 cost?", "The iPhone 14 costs $799, $100 more than the iPhone 13.", False),
+    ("How much does the iPhone 14 cost?", "Apple's new phone costs $799.", False),  # no edition said: not this rule's
+    ("When does season 2 of Severance premiere?", "Season 1 premiered on February 18.", True),
+    ("Which city does the tour start in on June 9?", "It kicks off June 9th in West Palm Beach.", False),  # ordinal
+    ("How many people did the 10,000-seat arena hold?", "The 10000-seat arena was full.", False),  # thousands
+    ("Which engines will power the 787-9s?", "The 787-9 will have GE engines.", False),  # a plural
+    ("Which engines will power the 787-9s?", "The 777X will have GE engines.", False),  # no word beside it
+    ("Which engines will power Emirates' 787-9s?", "Emirates' 30 jets will have GE engines.", False),  # an owner
+    ("Which engines will power the Boeing 787-9?", "The Boeing 777X will have GE engines.", True),
+    # A question that names two editions of one word takes either.
+    ("Which modules deprecated since Python 3.6 are removed in Python 3.12?", "Removed in Python 3.12: asynchat.",
+     False),
+    ("Which modules deprecated since Python 3.6 are removed in Python 3.12?", "New in Python 3.13: x.", True),
+    # A year is the year rule's, and a mark between a word and a number parts them.
+    ("Who won the 2022 Citrus Bowl?", "Iowa won the 2021 Citrus Bowl.", False),
+    ("Which Galaxy phone costs the most?", "Galaxy, 14 reviewers said, is dear.", False),
+])
+def test_a_sentence_names_another_edition_only_when_it_never_names_the_asked_one(question: str, sentence: str,
+                                                                                   other: bool) -> None:
+    assert other_edition(editions_of(question), sentence) is other
+
+
+def test_editions_are_read_in_linear_time() -> None:
+    hostile = "Model 1 " * 20_000 + "x9," * 20_000 + "1,0" * 20_000
+    started = time.perf_counter()
+    editions = editions_of(hostile)
+    other_edition(editions, hostile)
+    assert time.perf_counter() - started < 5
