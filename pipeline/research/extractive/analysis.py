@@ -204,6 +204,8 @@ def _head_after(text: str, *, after_article: bool = False) -> str | None:
             break
         if _verb_like(low) and not _type_of_head(low) and (run or not after_article):
             break
+        if run and _present_verb(words, i):
+            break  # "which company makes the 1Password manager", "what hospital employs Owen Dempsey"
         if low.endswith(("'s", "’s")):
             if after_article:
                 run = []  # "what is the company's valuation": the possessor is not what is asked
@@ -389,7 +391,8 @@ def predicates_of(core: str) -> list[str]:
         while i < len(words) and words[i][:1].isupper() and i - first <= 2:
             i += 1  # "which French company"
         head = i
-        while i < len(words) and _lower_word(words[i]) and not _verb_like(words[i]) and i - head < 3:
+        while i < len(words) and _lower_word(words[i]) and not _verb_like(words[i]) and i - head < 3 and not (
+                i > head and _present_verb(words, i)):
             i += 1  # the head noun of "which architecture firm", "how many people"
         if i == head and wh != "how":
             return []  # "What caused ...", "What sentence did ...": no head noun, so no verb is told apart
@@ -470,6 +473,18 @@ def _verb_like(word: str) -> bool:
     """A past tense or participle after a wh-phrase's noun: "won", "bought", "signed" (not "red" or "bed")."""
     low = word.lower()
     return low in IRREGULAR or len(low) > 4 and low.endswith("ed")
+
+
+def _present_verb(words: list[str], i: int) -> bool:
+    """Whether words[i], after a noun, is a verb in the present ("employs Owen Dempsey", "makes the app", "owns
+    it"): a word in -s (not "-ss", "-us", "-is") before a name, a figure, an article or a pronoun."""
+    low = words[i].lower()
+    after = words[i + 1] if i + 1 < len(words) else ""
+    return len(low) > 3 and low.endswith("s") and not low.endswith(("ss", "us", "is")) and bool(after) and (
+        after[:1].isupper() or after[:1].isdigit() or after.lower() in _OBJECT_STARTS)
+
+
+_OBJECT_STARTS = frozenset(word_list("the a an its his her their this that these those it them"))
 
 
 def _lower_word(word: str) -> bool:
