@@ -71,6 +71,8 @@ FOCUS: list[Any] = [
     ("Which company makes the 1Password password manager?", "which", "company", "organisation", False),
     ("What hospital employs Owen Dempsey?", "what", "hospital", "place", False),
     ("Which sports cars sold best in 2019?", "which", "cars", "other", False),
+    ("Which Fargo and Legion creator was in talks to direct Star Trek 4?", "which", "creator", "person", False),
+    ("Which Hong Kong police commander said the protesters had no option?", "which", "commander", "person", False),
     ("What is the title of the novel that shared the 2019 Booker Prize with The Testaments?",
      ANY, "novel", "title", False),
     ("What is the title of the memoir Michelle Obama published in November 2018?",

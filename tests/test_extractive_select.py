@@ -489,6 +489,18 @@ def test_another_edition_of_what_is_asked_is_no_answer() -> None:
     assert select_sentences(both, [older, WEATHER])
 
 
+def test_a_sentence_that_names_the_person_asked_for_by_their_role_says_what_is_asked() -> None:
+    """"Which American professor did the rebels free?": the page tells it as "handed over", not "freed"; that it
+    says "professors" beside the names is what makes it about what is asked."""
+    part = "Which American professor did the rebels free?"
+    freed = page("S1", "American Kevin Ross and Australian Tim Marks, both professors at the university in Kabul, were "
+                       "handed over to US forces on Tuesday.", "Rebels hand over two hostages")
+    picks = select_sentences(part, [freed, WEATHER])
+    assert picks and "Kevin Ross" in picks[0].text
+    assert select_sentences(part, [page("S1", "The rebels, who are holding American hostages, met officials in Doha "
+                                              "on Tuesday.", "Talks in Doha"), WEATHER]) == []
+
+
 def test_a_purpose_is_no_plan() -> None:
     from pipeline.research.extractive.select import _happened
 

@@ -29,7 +29,9 @@ _HEADS: dict[str, frozenset[str]] = {
         editor economist analyst governor mayor chairman chairwoman chair head owner investor inventor designer
         engineer developer programmer maintainer astronaut star quarterback pitcher striker goalkeeper lawyer
         attorney prosecutor victim suspect son daughter father mother wife husband king queen prince princess
-        pope ambassador secretary commissioner general admiral colonel""")),
+        pope ambassador secretary commissioner general admiral colonel creator producer composer filmmaker
+        screenwriter showrunner commander activist entrepreneur billionaire businessman businesswoman doctor
+        physician surgeon nurse teacher professor student soldier detective diplomat premier chancellor speaker""")),
     "organisation": frozenset(word_list("""
         company companies firm firms team teams club clubs organisation organization agency group airline
         airlines bank banks network university college school party brand startup manufacturer carrier retailer
@@ -197,6 +199,10 @@ def _head_after(text: str, *, after_article: bool = False) -> str | None:
         if not run and (word[:1].isupper() or word[:1].isdigit()):
             continue
         low = word.lower()
+        if not run and i and low in ("and", "or", "&") and words[i - 1][:1].isupper() and words[i + 1:i + 2] and (
+                words[i + 1][:1].isupper()):
+            continue  # "which Fargo and Legion creator": two names before one head
+
         if len(run) == 1 and low in ("and", "or") and len(words) >= i + 3 and all(
                 _lower_word(w) and not _verb_like(w) for w in words[i + 1:i + 3]):
             continue  # "how many human and animal cases": two modifiers of one head, "cases"

@@ -3,9 +3,11 @@ best first, each an exact span of its page.
 
 A sentence is eligible when it could answer the part at all: it offers a value of the part's answer type (a figure
 for "how many", a name for "who"; answers.py), it says something about what is asked beyond the names (one of the
-part's own words that is not a constraint), its page is about the part's names, and the years, numbers and quoted
-titles the part gives are in the sentence or around it, with no other year in their place; a "how many X" part's
-sentence says X. A page's site name counts as its title's words. Eligible sentences are
+part's own words that is not a constraint, or the role of a person asked for: "which professor"), its page is about
+the part's names, and the years, numbers and quoted titles the part gives are in the sentence or around it, with no
+other year or numbered edition in their place ("iPhone 13" for "iPhone 14"; editions.py); a "how many X" part's
+sentence says X; a "when did X <verb>" part's sentence says the verb, if at all, as having happened. A page's site
+name counts as its title's words. Eligible sentences are
 ranked by BM25 (idf over the pages read, each term present around the sentence counting at CONTEXT_WEIGHT), and a
 sentence is kept only within RELATIVE of the best one: relevance is relative to the candidates. The score is a share
 of the part's idf-weighted terms, and context counts, so a long question whose words no single sentence covers is
@@ -252,6 +254,7 @@ class _Asked:
     office: set[str]  # of "Who is/was the <office> ...?", the office's words: a sentence must say one of them
     editions: list[Edition]  # numbers beside a word ("iPhone 14"): a sentence must not name another in their place
     done: str | None  # the verb of "When did X <verb>?": a sentence that says it must say it as having happened
+    head: set[str]  # the stemmed head noun of a typed wh-phrase ("professor"): a sentence may say it for the topic
 
     @classmethod
     def of(cls, part: Part) -> _Asked:
@@ -268,7 +271,8 @@ class _Asked:
                    fixed=[set(c.terms) for c in hard if c.kind in ("number", "quoted")],
                    predicates=part.predicates,
                    office=set(asked_office(part.text)), editions=editions_of(part.text),
-                   done=did_verb(part.text) if part.past else None)
+                   done=did_verb(part.text) if part.past else None,
+                   head={stem(part.focus.head)} if part.focus.head and part.focus.answer_type == "person" else set())
 
 
 # Verbs a question asks with and the words its answer is told in: "Who won?" is answered by "... a 3-1 victory".
@@ -350,8 +354,9 @@ def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value
     s = index.sentences[s_id]
     if s.question:
         return False  # a question is no answer
-    if asked.topic and not _says(asked.topic, s) and not (
-            _dependent(s) and s_id > index.first[s.page] and _says(asked.topic, index.sentences[s_id - 1])):
+    said = asked.topic | asked.head
+    if asked.topic and not _says(said, s) and not (
+            _dependent(s) and s_id > index.first[s.page] and _says(said, index.sentences[s_id - 1])):
         return False  # it says nothing of what is asked (a short follow-up may say it through the sentence before)
     if asked.part.focus.answer_type in TYPED and not values:
         return False
@@ -408,7 +413,7 @@ def select_sentences(part: Part | str, pages: Sequence[PageText] | SentenceIndex
     # writes the name, not what a sentence must say.
     unused = {t for name in asked.names if name & index.vocabulary for t in name - index.vocabulary}
     total = sum(w * idf[t] for t, w in asked.weights.items() if t not in unused)
-    keys = asked.topic or set(asked.weights)
+    keys = asked.topic | asked.head or set(asked.weights)
     candidates = {s_id for t in keys for s_id in index.postings.get(t, ())}
     names = _names(asked, idf, index.vocabulary)
     topic_weight = sum(idf[t] for t in asked.topic)
