@@ -470,6 +470,9 @@ def test_when_something_happened_is_not_told_by_a_sentence_that_only_expects_it(
     closed = page("S4", "Acme closed its purchase of Globex on March 3, after it had hoped to close in January.",
                   "Deal done")
     assert [p.source_id for p in select_sentences(part, [closed, WEATHER])] == ["S4"]
+    until = page("S6", "Acme did not close its purchase of Globex until March 3, 2020, when regulators agreed.",
+                 "Deal done at last")
+    assert [p.source_id for p in select_sentences(part, [until, WEATHER])] == ["S6"]
     # Only a word of the verb's own root is held to this: "will confirm" is no "say" told as expected.
     chart = page("S5", "Maley looked at Coty's chart. If the stock can break above $13.60, that will confirm its "
                        "long-term uptrend.", "Coty's chart")

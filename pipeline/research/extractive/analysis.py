@@ -31,7 +31,7 @@ _HEADS: dict[str, frozenset[str]] = {
         attorney prosecutor victim suspect son daughter father mother wife husband king queen prince princess
         pope ambassador secretary commissioner general admiral colonel creator producer composer filmmaker
         screenwriter showrunner commander activist entrepreneur billionaire businessman businesswoman doctor
-        physician surgeon nurse teacher professor student soldier detective diplomat premier chancellor speaker""")),
+        physician surgeon nurse teacher professor student soldier detective diplomat chancellor""")),
     "organisation": frozenset(word_list("""
         company companies firm firms team teams club clubs organisation organization agency group airline
         airlines bank banks network university college school party brand startup manufacturer carrier retailer
@@ -128,7 +128,7 @@ _NOT_NAMES = frozenset(word_list("""
 # "What happened at X?" asks for what is said of X: its verb names no word an answer would use.
 _EVENT_VERBS = frozenset(stem(w) for w in word_list("happen happened happens happening occur occurred occurs"))
 _DEMONYM = re.compile(r"[A-Z][a-z]+(?:an|ian|ese|ish|ean|i)")
-_DATE_WORDS = frozenset(word_list("""
+DATE_WORDS = frozenset(word_list("""
     january february march april may june july august september october november december jan feb mar apr jun jul
     aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday spring summer autumn fall
     winter
@@ -199,7 +199,7 @@ def _head_after(text: str, *, after_article: bool = False) -> str | None:
         if not run and (word[:1].isupper() or word[:1].isdigit()):
             continue
         low = word.lower()
-        if not run and i and low in ("and", "or", "&") and words[i - 1][:1].isupper() and words[i + 1:i + 2] and (
+        if not run and i and low in ("and", "or") and words[i - 1][:1].isupper() and words[i + 1:i + 2] and (
                 words[i + 1][:1].isupper()):
             continue  # "which Fargo and Legion creator": two names before one head
 
@@ -312,8 +312,8 @@ def constraints_of(text: str) -> list[Constraint]:
         # "Kevin King and Timothy Weeks": two names. (?<!\s) and `++`: as in _DESCRIPTION.
         for phrase in _possessors_apart(re.split(r"(?<!\s)\s++(?:and|&)\s++", " ".join(words))):
             words_of = phrase.split()
-            if phrase and not (any(w.lower().strip(".,") in _DATE_WORDS for w in words_of) and all(
-                    w.lower().strip(".,") in _DATE_WORDS or w.strip(".,").isdigit() for w in words_of)):
+            if phrase and not (any(w.lower().strip(".,") in DATE_WORDS for w in words_of) and all(
+                    w.lower().strip(".,") in DATE_WORDS or w.strip(".,").isdigit() for w in words_of)):
                 add("name", phrase)  # "November 2019" and "March 15" are dates, not names
     years = {c.text for c in found.values() if c.kind == "year"}
     for m in _NUMBER.finditer(text):
@@ -431,17 +431,18 @@ def _verb_after_do(words: list[str]) -> str | None:
 
 
 def did_verb(text: str) -> str | None:
-    """The stemmed verb of a question's "did <subject> <verb>" ("When did Coty close its deal?" -> "close", "When did
-    Hong Kong police lift the cordon?" -> "lift"): the first lowercase word after "did" that is no function word and
-    that no other such word follows (those are the subject's nouns); None when the question has no "did" among its
-    first words."""
+    """The stemmed verb of "did <subject> <verb>" among a question's first words ("When did Coty close its deal?" ->
+    "close"), or None when it has none or its subject's end is unclear."""
     words = re.findall(r"[\w'’-]+|[^\w\s]", strip_request(text))
     at = next((i for i, w in enumerate(words[:8]) if w.lower() == "did"), None)
     if at is None:
         return None
+    run = 0  # open words in a row: the subject's nouns, then the verb ("Hong Kong police lift the cordon")
     for j in range(at + 1, min(len(words), at + 10)):
-        if _open_word(words[j]) and not (j + 1 < len(words) and _open_word(words[j + 1])):
-            return stem(words[j].lower())
+        run = run + 1 if _open_word(words[j]) else 0
+        if run and not (j + 1 < len(words) and _open_word(words[j + 1])):
+            # Three in a row is a noun phrase or a verb with its object ("the law take effect"): unclear.
+            return stem(words[j].lower()) if run <= 2 else None
     return None
 
 
@@ -450,6 +451,7 @@ def _open_word(word: str) -> bool:
     return word.isalpha() and word.islower() and word not in _FUNCTION_WORDS
 
 
+# Not STOP_WORDS: those hold verbs a question asks with ("get", "say", "make"), which did_verb must find.
 _FUNCTION_WORDS = frozenset(word_list("""
     the a an its his her their our my your this that these those of for to in on at by with from about into over
     after before as and or but than against during since until without under through across among per via it he
@@ -482,12 +484,17 @@ def _verb_like(word: str) -> bool:
 
 
 def _present_verb(words: list[str], i: int) -> bool:
-    """Whether words[i], after a noun, is a verb in the present ("employs Owen Dempsey", "makes the app", "owns
-    it"): a word in -s (not "-ss", "-us", "-is") before a name, a figure, an article or a pronoun."""
-    low = words[i].lower()
+    """Whether words[i], after a singular noun, is a verb in the present ("company makes the app")."""
+    low, before = words[i].lower(), words[i - 1].lower() if i else ""
     after = words[i + 1] if i + 1 < len(words) else ""
-    return len(low) > 3 and low.endswith("s") and not low.endswith(("ss", "us", "is")) and bool(after) and (
+    # A word in -s before a name, a figure, an article or a pronoun; after a plural it is a noun ("video games
+    # Nintendo released").
+    return len(low) > 3 and _in_s(low) and not _in_s(before) and bool(after) and (
         after[:1].isupper() or after[:1].isdigit() or after.lower() in _OBJECT_STARTS)
+
+
+def _in_s(word: str) -> bool:
+    return word.endswith("s") and not word.endswith(("ss", "us", "is"))
 
 
 _OBJECT_STARTS = frozenset(word_list("the a an its his her their this that these those it them"))

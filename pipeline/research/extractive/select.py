@@ -253,8 +253,8 @@ class _Asked:
     predicates: list[str]  # the core's verbs: a sentence must say one of them (or a word of the same root)
     office: set[str]  # of "Who is/was the <office> ...?", the office's words: a sentence must say one of them
     editions: list[Edition]  # numbers beside a word ("iPhone 14"): a sentence must not name another in their place
-    done: str | None  # the verb of "When did X <verb>?": a sentence that says it must say it as having happened
-    head: set[str]  # the stemmed head noun of a typed wh-phrase ("professor"): a sentence may say it for the topic
+    done: str | None  # the verb of "... did X <verb>?": a sentence that says it must say it as having happened
+    head: set[str]  # the role of a person asked for ("which professor"), stemmed: a sentence may say it for the topic
 
     @classmethod
     def of(cls, part: Part) -> _Asked:
@@ -272,7 +272,12 @@ class _Asked:
                    predicates=part.predicates,
                    office=set(asked_office(part.text)), editions=editions_of(part.text),
                    done=did_verb(part.text) if part.past else None,
-                   head={stem(part.focus.head)} if part.focus.head and part.focus.answer_type == "person" else set())
+                   head={stem(part.focus.head)} if part.focus.head and part.focus.answer_type == "person" and (
+                       part.focus.head not in _ANYONE) else set())
+
+
+# Person words that name no role: a sentence that says "people" or "man" says nothing of what is asked.
+_ANYONE = frozenset(word_list("person people man woman men women boy girl head chair"))
 
 
 # Verbs a question asks with and the words its answer is told in: "Who won?" is answered by "... a 3-1 victory".
@@ -366,7 +371,8 @@ def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value
     if asked.predicates and asked.part.past and not _happened(asked.predicates, s.span.text) and not (
             restates and not tells and not _hedged(s.span.text)):
         return False  # "Where was the deal signed?" is not answered by "he hoped to sign it in Chile"
-    if asked.done and any(_same_root(asked.done, t) for t in s.tf) and not _happened([asked.done], s.span.text):
+    if asked.done and any(_same_root(asked.done, t) for t in s.tf) and not _happened([asked.done], s.span.text) and (
+            "until" not in _WORD.findall(s.span.text.lower())):  # "did not lift it until Dec. 3" says when it did
         return False  # "When did Coty close the deal?" is not answered by "The deal is expected to close in March"
     if asked.office and not _says(asked.office, s):
         return False  # "Who was Bolivia's interim president?" is not answered by a sentence naming an ombudsman
@@ -413,7 +419,7 @@ def select_sentences(part: Part | str, pages: Sequence[PageText] | SentenceIndex
     # writes the name, not what a sentence must say.
     unused = {t for name in asked.names if name & index.vocabulary for t in name - index.vocabulary}
     total = sum(w * idf[t] for t, w in asked.weights.items() if t not in unused)
-    keys = asked.topic | asked.head or set(asked.weights)
+    keys = asked.topic | asked.head if asked.topic else set(asked.weights)
     candidates = {s_id for t in keys for s_id in index.postings.get(t, ())}
     names = _names(asked, idf, index.vocabulary)
     topic_weight = sum(idf[t] for t in asked.topic)
