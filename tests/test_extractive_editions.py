@@ -22,6 +22,7 @@ def test_an_edition_is_a_number_after_a_name_or_a_series_word_or_a_unit_before_a
     ("How much does the iPhone 14 cost?", "The iPhone 14 costs $799, $100 more than the iPhone 13.", False),
     ("How much does the iPhone 14 cost?", "Apple's new phone costs $799.", False),  # no edition said
     ("How much does the iPhone 14 cost?", "It costs $799, $100 more than last year's iPhone 13.", False),  # compared
+    ("How much does the iPhone 14 cost?", "Unlike the previous iPhone 13, it costs $799.", False),  # compared
     ("When does season 2 of Severance premiere?", "Season 1 premiered on February 18.", True),
     ("When does season 2 of Severance premiere?", "It premieres Jan. 17, three years after season 1 debuted.", False),
     ("When does season 2 of Severance premiere?", "Both 2 seasons were filmed in New York.", False),  # a count

@@ -58,12 +58,14 @@ def _tokens(text: str) -> list[_Token]:
             # A year is left to the year rule (select.py): "the 2019 final" against "the 2018 final".
             out.append(_Token(number=None if _YEAR.fullmatch(number) else number,
                               hyphened="-" in number and number[-1:].isalpha()))
+        elif token in _COMPARISONS:
+            out.append(_Token(compares=True))
         elif (token := token.strip("'’")).isalpha() and len(token) > 1 and token not in STOP_WORDS:
             word = stem(token)
             named = any(c.isupper() for c in raw) and word not in _MONTHS
             out.append(_Token(word=word if named or word in _SERIES else None, noun=word))
         else:
-            out.append(_Token(compares=token in _COMPARISONS))
+            out.append(_Token())
     return out
 
 
@@ -73,7 +75,7 @@ def _pairs(text: str, *, compared: bool = True) -> list[Edition]:
     out = []
     since = -_COMPARED - 1  # the index of the last comparison word
     for i, (a, b) in enumerate(zip(tokens, tokens[1:], strict=False)):
-        if a.compares or a.word and a.word in _COMPARISONS:
+        if a.compares:
             since = i
         if not compared and i - since <= _COMPARED:
             continue
