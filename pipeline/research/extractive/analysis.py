@@ -224,10 +224,12 @@ def _head_after(text: str, *, after_article: bool = False) -> str | None:
 
 
 _WHO_IS = re.compile(r"\s*+who\s++(?:is|was|are|were)\s++(?:(?:the|an?)\s++)?", re.I)
+# Person words that name nobody's role: a page names no one by them.
+ANYONE = frozenset(word_list("person people man woman men women boy girl"))
 # Person words that are no office a page would name the answer by ("Who was the man arrested ...?").
-_NOT_OFFICES = frozenset(word_list("""
-    person people man woman men women boy girl player players author writer winner champion star victim suspect son
-    daughter father mother wife husband host owner investor candidate"""))
+_NOT_OFFICES = ANYONE | frozenset(word_list("""
+    player players author writer winner champion star victim suspect son daughter father mother wife husband host
+    owner investor candidate"""))
 
 
 def asked_office(text: str) -> list[str]:

@@ -26,7 +26,18 @@ from typing import NamedTuple
 
 from pydantic import BaseModel
 
-from .analysis import DATE_HEADS, NAME_KINDS, NAMED, TITLES, TYPED, Part, analyse_part, asked_office, did_verb
+from .analysis import (
+    ANYONE,
+    DATE_HEADS,
+    NAME_KINDS,
+    NAMED,
+    TITLES,
+    TYPED,
+    Part,
+    analyse_part,
+    asked_office,
+    did_verb,
+)
 from .answers import Value, answer_values, same_value
 from .editions import Edition, editions_of, other_edition
 from .sentences import Span, split_sentences
@@ -254,7 +265,7 @@ class _Asked:
     office: set[str]  # of "Who is/was the <office> ...?", the office's words: a sentence must say one of them
     editions: list[Edition]  # numbers beside a word ("iPhone 14"): a sentence must not name another in their place
     done: str | None  # the verb of "... did X <verb>?": a sentence that says it must say it as having happened
-    head: set[str]  # the role of a person asked for ("which professor"), stemmed: a sentence may say it for the topic
+    role: set[str]  # the role of a person asked for ("which professor"), stemmed: a sentence may say it for the topic
 
     @classmethod
     def of(cls, part: Part) -> _Asked:
@@ -272,12 +283,12 @@ class _Asked:
                    predicates=part.predicates,
                    office=set(asked_office(part.text)), editions=editions_of(part.text),
                    done=did_verb(part.text) if part.past else None,
-                   head={stem(part.focus.head)} if part.focus.head and part.focus.answer_type == "person" and (
-                       part.focus.head not in _ANYONE) else set())
+                   role={stem(part.focus.head)} if part.focus.head and part.focus.answer_type == "person" and (
+                       part.focus.head not in _NO_ROLE) else set())
 
 
-# Person words that name no role: a sentence that says "people" or "man" says nothing of what is asked.
-_ANYONE = frozenset(word_list("person people man woman men women boy girl head chair"))
+# A sentence that says "people" or "man" says nothing of what is asked; nor does one that says "head" or "chair".
+_NO_ROLE = ANYONE | frozenset(word_list("head chair"))
 
 
 # Verbs a question asks with and the words its answer is told in: "Who won?" is answered by "... a 3-1 victory".
@@ -359,7 +370,7 @@ def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value
     s = index.sentences[s_id]
     if s.question:
         return False  # a question is no answer
-    said = asked.topic | asked.head
+    said = asked.topic | asked.role
     if asked.topic and not _says(said, s) and not (
             _dependent(s) and s_id > index.first[s.page] and _says(said, index.sentences[s_id - 1])):
         return False  # it says nothing of what is asked (a short follow-up may say it through the sentence before)
@@ -419,7 +430,7 @@ def select_sentences(part: Part | str, pages: Sequence[PageText] | SentenceIndex
     # writes the name, not what a sentence must say.
     unused = {t for name in asked.names if name & index.vocabulary for t in name - index.vocabulary}
     total = sum(w * idf[t] for t, w in asked.weights.items() if t not in unused)
-    keys = asked.topic | asked.head if asked.topic else set(asked.weights)
+    keys = asked.topic | asked.role if asked.topic else set(asked.weights)
     candidates = {s_id for t in keys for s_id in index.postings.get(t, ())}
     names = _names(asked, idf, index.vocabulary)
     topic_weight = sum(idf[t] for t in asked.topic)
