@@ -502,6 +502,9 @@ def test_a_sentence_that_names_the_person_asked_for_by_their_role_says_what_is_a
     assert picks and "Kevin Ross" in picks[0].text
     assert select_sentences(part, [page("S1", "The rebels, who are holding American hostages, met officials in Doha "
                                               "on Tuesday.", "Talks in Doha"), WEATHER]) == []
+    # A word that names nobody's role says nothing of what is asked: "a man from Leeds" is not the man freed.
+    fair = page("S1", "John Smith, a man from Leeds, won a prize at the fair. The rebels met in Doha.", "Fair in Leeds")
+    assert not any("John Smith" in p.text for p in select_sentences("Which man did the rebels free?", [fair, WEATHER]))
 
 
 def test_a_purpose_is_no_plan() -> None:
