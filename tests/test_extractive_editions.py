@@ -15,6 +15,11 @@ def test_an_edition_is_a_number_after_a_name_or_a_series_word_or_a_unit_before_a
     # An owner, a count, a measure, a date and a year are no editions.
     assert editions_of("Which engines will power Emirates' 787-9s?") == []
     assert editions_of("Who scored 30 points in the November 18 game, 5 miles from 2019's venue?") == []
+    # An ordinal numbers the name after it; a Roman numeral after a name is a number ("LVI" is 56).
+    assert editions_of("Who won Best Picture at the 94th Academy Awards?") == [Edition("academi", "94", "before")]
+    assert editions_of("Who won Super Bowl LVI?") == [Edition("bowl", "56", "after")]
+    assert editions_of("When is the November 18th game?") == []  # a date
+    assert editions_of("What did DC and I see in Washington?") == []  # no numerals
 
 
 @pytest.mark.parametrize(("question", "sentence", "other"), [
@@ -37,6 +42,12 @@ def test_an_edition_is_a_number_after_a_name_or_a_series_word_or_a_unit_before_a
     ("Which modules deprecated since Python 3.6 are removed in Python 3.12?", "Removed in Python 3.12: asynchat.",
      False),
     ("Which modules deprecated since Python 3.6 are removed in Python 3.12?", "New in Python 3.13: x.", True),
+    ("Who won Best Picture at the 94th Academy Awards?", "CODA won at the 93rd Academy Awards.", True),
+    ("Who won Best Picture at the 94th Academy Awards?", "CODA won at the 94th Academy Awards.", False),
+    ("Who won Best Picture at the 94th Academy Awards?", "It was his 3rd award.", False),  # lower case: a count
+    ("Who won Super Bowl LVI?", "The Buccaneers won Super Bowl LV in Tampa.", True),
+    ("Who won Super Bowl LVI?", "The Rams won Super Bowl 56 in Inglewood.", False),  # the same number
+    ("When did World War II end?", "World War II ended in 1945, after World War I.", False),
     # A year is the year rule's.
     ("Who won the 2022 Citrus Bowl?", "Iowa won the 2021 Citrus Bowl.", False),
 ])

@@ -1,6 +1,7 @@
 """Numbered editions: editions_of(question) -> the numbers a question gives beside a name or a series word ("iPhone
-14", "season 2", "13-inch MacBook"), and other_edition(editions, sentence) -> whether a sentence names another edition
-in their place ("iPhone 13", "season 1", "16-inch MacBook") and never the one asked about.
+14", "season 2", "13-inch MacBook", "the 94th Academy Awards", "Super Bowl LVI"), and other_edition(editions, sentence)
+-> whether a sentence names another edition in their place ("iPhone 13", "season 1", "16-inch MacBook", "the 93rd
+Academy Awards", "Super Bowl LV") and never the one asked about.
 
 A page about the iPhone 13 that mentions the iPhone 14 in its title does not tell the iPhone 14's price: as with a
 year, a number beside the same name is what tells one edition, season, model or game from another. A count ("scored
@@ -19,6 +20,11 @@ from .terms import STOP_WORDS, stem, word_list
 _TOKEN = re.compile(r"(?:[\w'’.-]|,(?=\d))+|[^\w\s]")
 _ENDING = re.compile(r"(?<=\d)(?:s|st|nd|rd|th)$")
 _YEAR = re.compile(r"(?:1[5-9]\d\d|20\d\d)s?")
+_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)")
+# A Roman numeral of two letters or more, up to 89 ("LVI", "II"); C, D and M are left out, since "DC", "CD" and "MD"
+# are more often abbreviations than numbers.
+_ROMAN = re.compile(r"(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})")
+_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100}
 # Lower-case words a number after them numbers: "season 2", "game 7", "phase 1".
 _SERIES = frozenset(stem(w) for w in word_list("""
     season series episode phase part game chapter version model volume round category flight stage level generation
@@ -41,6 +47,7 @@ class _Token(NamedTuple):
     word: str | None = None  # stemmed, for a name or a series word that may take a number after it
     number: str | None = None  # normalised, for a number that is no year
     hyphened: bool = False  # a number joined to a unit ("13-inch"): it may number the word after it
+    ordinal: bool = False  # "94th": it may number the name after it ("the 94th Academy Awards")
     noun: str | None = None  # stemmed, for any content word (a hyphened number numbers it)
     compares: bool = False
 
@@ -56,8 +63,12 @@ def _tokens(text: str) -> list[_Token]:
         elif any(c.isdigit() for c in token):
             number = _ENDING.sub("", token.replace(",", ""))  # "787-9s" is the 787-9, "10,000" is 10000
             # A year is left to the year rule (select.py): "the 2019 final" against "the 2018 final".
+            dated = bool(out) and out[-1].noun in _MONTHS  # "November 18th" is a date
             out.append(_Token(number=None if _YEAR.fullmatch(number) else number,
-                              hyphened="-" in number and number[-1:].isalpha()))
+                              hyphened="-" in number and number[-1:].isalpha(),
+                              ordinal=bool(_ORDINAL.fullmatch(token)) and not dated))
+        elif len(raw) > 1 and _ROMAN.fullmatch(raw):
+            out.append(_Token(number=str(_roman(raw))))  # "Super Bowl LVI" is Super Bowl 56
         elif token in _COMPARISONS:
             out.append(_Token(compares=True))
         elif (token := token.strip("'’")).isalpha() and len(token) > 1 and token not in STOP_WORDS:
@@ -83,7 +94,15 @@ def _pairs(text: str, *, compared: bool = True) -> list[Edition]:
             out.append(Edition(a.word, b.number, "after"))
         if a.number and a.hyphened and b.noun:
             out.append(Edition(b.noun, a.number, "before"))
+        if a.number and a.ordinal and b.word:
+            out.append(Edition(b.word, a.number, "before"))
     return out
+
+
+def _roman(numeral: str) -> int:
+    """The value of a valid Roman numeral ("LVI" -> 56)."""
+    values = [_ROMAN_VALUES[c] for c in numeral]
+    return sum(-v if v < after else v for v, after in zip(values, [*values[1:], 0], strict=True))
 
 
 def editions_of(question: str) -> list[Edition]:
