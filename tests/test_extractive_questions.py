@@ -67,6 +67,17 @@ def test_a_list_of_names_keeps_each_name_whole():
                      "What is the price of Apple Arcade?"]
 
 
+def test_two_words_after_a_subject_ask_two_questions():
+    assert questions("Where does the band's 2020 tour start and end?") == [
+        "Where does the band's 2020 tour start?", "Where does the band's 2020 tour end?"]
+    assert questions("Where was Barack Obama born and raised?") == [
+        "Where was Barack Obama born?", "Where was Barack Obama raised?"]
+    # After a function word the pair is one thing asked; with no auxiliary, or a comparison, nothing is split.
+    for whole in ["What did the study find about sleep and memory?", "Who won the prize in physics and chemistry?",
+                  "What is the difference between the tour start and end?", "Which band tours Europe and Asia?"]:
+        assert questions(whole) == [whole]
+
+
 def test_a_comparison_is_not_cut_into_items():
     text = "Compare the prices of Google Stadia, Microsoft xCloud and Apple Arcade."
     assert questions(text) == [text]

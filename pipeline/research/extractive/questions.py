@@ -228,6 +228,28 @@ def _expand_list(clause: str) -> list[str]:
     return [clause]
 
 
+# Words that tell a question asks of a subject: "Where does the tour start and end?"
+_AUXILIARIES = frozenset(word_list("do does did will would can could was were is are"))
+
+
+def _word_pair(clause: str) -> list[str]:
+    """"Where does the tour start and end?" -> "Where does the tour start?", "Where does the tour end?": a question
+    with an auxiliary that ends in two lower-case words joined by "and" right after a content word (two verbs of one
+    subject, or two nouns of one modifier: "for filesystem paths and statistics"), and asks no comparison. After a
+    function word they stay whole: "What did the study find about sleep and memory?" asks one thing."""
+    words = clause.rstrip(" ?.!").split()
+    if len(words) < 5 or words[-2].lower() != "and" or _NO_LIST.search(clause):
+        return [clause]
+    a, b, before = words[-3], words[-1], words[-4]
+    if not all(w.isalpha() and w.islower() and len(w) > 2 and w not in STOP_WORDS for w in (a, b)):
+        return [clause]
+    if (words[0].lower() not in QUESTION_WORDS or not _AUXILIARIES & {w.lower() for w in words[1:-4]}
+            or before.lower() in STOP_WORDS or not before.isalpha()):
+        return [clause]
+    head = " ".join(words[:-3])
+    return [f"{head} {a}?", f"{head} {b}?"]
+
+
 def _tidy(part: str, ask: bool) -> str:
     part = " ".join(part.split()).strip(" ,;:")
     part = re.sub(r"^(?:and|also|plus|but|or|so)\s+", "", part, flags=re.I).strip(" ,;:")
@@ -341,7 +363,7 @@ def _pieces(text: str) -> list[tuple[str, str]]:
             if len(clauses) > 1 and not _asks(clause) and (n < len(clauses) - 1 or _CONDITION.match(clause)):
                 out.append((clause, "context"))  # "If I call zip() ..., what ...?", "X has a nickname; what is it?"
                 continue
-            for item in _expand_list(clause):
+            for item in (items for listed in _expand_list(clause) for items in _word_pair(listed)):
                 out.append((item, "ask"))
                 if len(out) >= MAX_PIECES:
                     return out
