@@ -20,6 +20,8 @@ def test_an_edition_is_a_number_after_a_name_or_a_series_word_or_a_unit_before_a
     assert editions_of("Who won Super Bowl LVI?") == [Edition("bowl", "56", "after")]
     assert editions_of("When is the November 18th game?") == []  # a date
     assert editions_of("What did DC and I see in Washington?") == []  # no numerals
+    assert editions_of("Who won Super Bowl XC?") == []  # C, D and M are no numerals here
+    assert editions_of("Who succeeded Louis XIV?") == []  # the answer is another edition
 
 
 @pytest.mark.parametrize(("question", "sentence", "other"), [
@@ -45,6 +47,8 @@ def test_an_edition_is_a_number_after_a_name_or_a_series_word_or_a_unit_before_a
     ("Who won Best Picture at the 94th Academy Awards?", "CODA won at the 93rd Academy Awards.", True),
     ("Who won Best Picture at the 94th Academy Awards?", "CODA won at the 94th Academy Awards.", False),
     ("Who won Best Picture at the 94th Academy Awards?", "It was his 3rd award.", False),  # lower case: a count
+    ("Who won Best Actor at the 94th Academy Awards?", "Will Smith won Best Actor, his 1st Academy Award.", False),
+    ("Who won the 148th Kentucky Derby?", "Rich Strike won the Kentucky Derby on May 7th in Louisville.", False),
     ("Who won Super Bowl LVI?", "The Buccaneers won Super Bowl LV in Tampa.", True),
     ("Who won Super Bowl LVI?", "The Rams won Super Bowl 56 in Inglewood.", False),  # the same number
     ("When did World War II end?", "World War II ended in 1945, after World War I.", False),

@@ -67,15 +67,24 @@ def test_a_list_of_names_keeps_each_name_whole():
                      "What is the price of Apple Arcade?"]
 
 
-def test_two_words_after_a_subject_ask_two_questions():
+def test_two_verbs_of_one_subject_ask_two_questions():
     assert questions("Where does the band's 2020 tour start and end?") == [
         "Where does the band's 2020 tour start?", "Where does the band's 2020 tour end?"]
+    assert questions("When did the team win and lose?") == ["When did the team win?", "When did the team lose?"]
     assert questions("Where was Barack Obama born and raised?") == [
         "Where was Barack Obama born?", "Where was Barack Obama raised?"]
-    # After a function word the pair is one thing asked; with no auxiliary, or a comparison, nothing is split.
-    for whole in ["What did the study find about sleep and memory?", "Who won the prize in physics and chemistry?",
-                  "What is the difference between the tour start and end?", "Which band tours Europe and Asia?"]:
+    # Two nouns (after a preposition, after "is" or "was", or with no auxiliary) are one thing asked.
+    for whole in ["What did the Fed say about interest rates and inflation?",
+                  "What is Taylor Swift's net worth and age?", "What was the company revenue and profit?",
+                  "Which band tours cities and towns?",
+                  "When did Apple buy Beats and Shazam?",  # names: the list rule's
+                  "What is the difference between the tour start and end?"]:
         assert questions(whole) == [whole]
+
+
+def test_a_clause_after_a_comma_with_any_auxiliary_is_a_question_of_its_own():
+    assert questions("Tell me about Acme Corp, who has its headquarters in Ohio?") == [
+        "Tell me about Acme Corp?", "Who has its headquarters in Ohio?"]
 
 
 def test_a_comparison_is_not_cut_into_items():

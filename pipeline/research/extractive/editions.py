@@ -20,11 +20,15 @@ from .terms import STOP_WORDS, stem, word_list
 _TOKEN = re.compile(r"(?:[\w'’.-]|,(?=\d))+|[^\w\s]")
 _ENDING = re.compile(r"(?<=\d)(?:s|st|nd|rd|th)$")
 _YEAR = re.compile(r"(?:1[5-9]\d\d|20\d\d)s?")
+_LETTERS = re.compile(r"[a-z]+")
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)")
 # A Roman numeral of two letters or more, up to 89 ("LVI", "II"); C, D and M are left out, since "DC", "CD" and "MD"
 # are more often abbreviations than numbers.
-_ROMAN = re.compile(r"(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})")
-_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100}
+_ROMAN = re.compile(r"(?:XL|L?X{0,3})(?:IX|IV|V?I{0,3})")
+_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50}
+# A question that asks what came before or after an edition asks about another one ("Who succeeded Louis XIV?").
+_RELATIONS = frozenset(stem(w) for w in word_list("""
+    succeed successor predecessor precede replace replacement follow next previous father son daughter heir"""))
 # Lower-case words a number after them numbers: "season 2", "game 7", "phase 1".
 _SERIES = frozenset(stem(w) for w in word_list("""
     season series episode phase part game chapter version model volume round category flight stage level generation
@@ -55,7 +59,11 @@ class _Token(NamedTuple):
 def _tokens(text: str) -> list[_Token]:
     """Each token of `text` as a _Token; an owner ("Emirates'"), a mark or a stop word is an empty one."""
     out: list[_Token] = []
+    token = ""
     for m in _TOKEN.finditer(text):
+        # An ordinal numbers an edition only after "the" ("the 94th Academy Awards"), not after a month ("May 7th")
+        # or an owner ("his 1st Academy Award" counts).
+        previous = token
         raw = m.group().strip(".-")
         token = raw.lower()
         if token.endswith(("'s", "’s", "s'", "s’")):
@@ -63,10 +71,9 @@ def _tokens(text: str) -> list[_Token]:
         elif any(c.isdigit() for c in token):
             number = _ENDING.sub("", token.replace(",", ""))  # "787-9s" is the 787-9, "10,000" is 10000
             # A year is left to the year rule (select.py): "the 2019 final" against "the 2018 final".
-            dated = bool(out) and out[-1].noun in _MONTHS  # "November 18th" is a date
             out.append(_Token(number=None if _YEAR.fullmatch(number) else number,
                               hyphened="-" in number and number[-1:].isalpha(),
-                              ordinal=bool(_ORDINAL.fullmatch(token)) and not dated))
+                              ordinal=bool(_ORDINAL.fullmatch(token)) and previous in ("", "the")))
         elif len(raw) > 1 and _ROMAN.fullmatch(raw):
             out.append(_Token(number=str(_roman(raw))))  # "Super Bowl LVI" is Super Bowl 56
         elif token in _COMPARISONS:
@@ -106,7 +113,9 @@ def _roman(numeral: str) -> int:
 
 
 def editions_of(question: str) -> list[Edition]:
-    """The editions `question` gives, each once."""
+    """The editions `question` gives, each once; none when it asks what came before or after one."""
+    if any(stem(w) in _RELATIONS for w in _LETTERS.findall(question.lower())):
+        return []
     return list(dict.fromkeys(_pairs(question)))
 
 

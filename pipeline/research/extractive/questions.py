@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from .analysis import NAMED, Part, analyse_part
 from .sentences import STARTERS
-from .terms import ABBREVIATIONS, QUESTION_WORDS, STOP_WORDS, content_terms, strip_request, word_list
+from .terms import ABBREVIATIONS, IRREGULAR, QUESTION_WORDS, STOP_WORDS, content_terms, strip_request, word_list
 
 __all__ = ["SubQuery", "SplitResult", "split_question", "split_question_result", "content_terms",
            "MAX_QUESTION_CHARS"]
@@ -228,26 +228,37 @@ def _expand_list(clause: str) -> list[str]:
     return [clause]
 
 
-# Words that tell a question asks of a subject: "Where does the tour start and end?"
-_AUXILIARIES = frozenset(word_list("do does did will would can could was were is are"))
+# The auxiliaries a bare verb follows ("does the tour start"), and the words that leave a verb pair's subject
+# ("What did the Fed say about rates and inflation?": the pair is the object of "about", not two verbs).
+_BARE_AUXILIARIES = frozenset(word_list("do does did will would can could"))
+_PREPOSITIONS = frozenset(word_list("about of in for on with to from by at into over under after before against"))
 
 
-def _word_pair(clause: str) -> list[str]:
-    """"Where does the tour start and end?" -> "Where does the tour start?", "Where does the tour end?": a question
-    with an auxiliary that ends in two lower-case words joined by "and" right after a content word (two verbs of one
-    subject, or two nouns of one modifier: "for filesystem paths and statistics"), and asks no comparison. After a
-    function word they stay whole: "What did the study find about sleep and memory?" asks one thing."""
+def _verb_pair(clause: str) -> list[str]:
+    """"Where does the tour start and end?" -> two parts, "... start?" and "... end?": the verbs of one subject."""
     words = clause.rstrip(" ?.!").split()
-    if len(words) < 5 or words[-2].lower() != "and" or _NO_LIST.search(clause):
+    if len(words) < 5 or words[-2].lower() != "and" or _NO_LIST.search(clause) or words[0].lower() not in (
+            QUESTION_WORDS):
         return [clause]
     a, b, before = words[-3], words[-1], words[-4]
     if not all(w.isalpha() and w.islower() and len(w) > 2 and w not in STOP_WORDS for w in (a, b)):
         return [clause]
-    if (words[0].lower() not in QUESTION_WORDS or not _AUXILIARIES & {w.lower() for w in words[1:-4]}
-            or before.lower() in STOP_WORDS or not before.isalpha()):
+    lowered = [w.lower() for w in words[1:-3]]
+    aux = next((i for i, w in enumerate(lowered) if w in _BARE_AUXILIARIES or w in ("was", "were")), None)
+    if aux is None or before.lower() in STOP_WORDS or not before.isalpha() or _PREPOSITIONS & set(lowered[aux:]):
         return [clause]
+    if lowered[aux] in ("was", "were") and not all(_participle(w) for w in (a, b)):
+        return [clause]  # "What was the firm's revenue and profit?": nouns after "was"
     head = " ".join(words[:-3])
     return [f"{head} {a}?", f"{head} {b}?"]
+
+
+def _participle(word: str) -> bool:
+    """A past participle: "raised", or an irregular one ("born", "held")."""
+    return word.endswith("ed") or word in IRREGULAR or word in _BORN
+
+
+_BORN = frozenset(word_list("born made known seen shown found"))
 
 
 def _tidy(part: str, ask: bool) -> str:
@@ -363,7 +374,7 @@ def _pieces(text: str) -> list[tuple[str, str]]:
             if len(clauses) > 1 and not _asks(clause) and (n < len(clauses) - 1 or _CONDITION.match(clause)):
                 out.append((clause, "context"))  # "If I call zip() ..., what ...?", "X has a nickname; what is it?"
                 continue
-            for item in (items for listed in _expand_list(clause) for items in _word_pair(listed)):
+            for item in (items for listed in _expand_list(clause) for items in _verb_pair(listed)):
                 out.append((item, "ask"))
                 if len(out) >= MAX_PIECES:
                     return out
