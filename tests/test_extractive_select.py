@@ -515,6 +515,11 @@ def test_a_purpose_is_no_plan() -> None:
     assert not _happened(["sign"], "He hoped to sign it in Chile.")
     assert not _happened(["sign"], "The deal is expected to be signed soon.")
     assert not _happened(["sign"], "The deal has not signed yet.")
+    # A negation with "until" after the verb says when it did happen; "until" before it, or after a modal, does not.
+    assert _happened(["sign"], "Acme did not sign the deal until March 3.")
+    assert _happened(["sign"], "The deal was not signed until March.")
+    assert not _happened(["sign"], "Until March, Acme did not sign the deal.")
+    assert not _happened(["lift"], "Police would keep the cordon and not lift it until the items were removed.")
 
 
 def test_a_part_about_an_earlier_answer_waits_for_it() -> None:

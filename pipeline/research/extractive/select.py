@@ -221,13 +221,19 @@ _WORD = re.compile(r"[\w'’-]+")
 
 def _happened(predicates: list[str], text: str) -> bool:
     """Whether `text` says one of `predicates` as having happened: once, not as an infinitive, after a modal or
-    a negation ("according to reports" is no infinitive: "reports" is not a base form)."""
+    a negation ("according to reports" is no infinitive: "reports" is not a base form); a negation with "until"
+    after it says when it did happen ("did not lift it until Dec. 3")."""
     words = [w.lower() for w in _WORD.findall(text)]
+    until = next((j for j in range(len(words) - 1, -1, -1) if words[j] == "until"), -1)
+    modal = next((j for j, w in enumerate(words) if w in _IRREALIS), len(words))
+
+    def denied(j: int) -> bool:  # "not" before words[j], and no "until" after it that says when (not "would not ...")
+        return words[j] in _NEGATIONS and not (j < until and j < modal)
 
     def unreal(j: int) -> bool:
         base = not words[j].endswith(("s", "ed", "ing")) and words[j] not in IRREGULAR
-        return j > 0 and (words[j - 1] in _NEGATIONS or base and _modal(words, j - 1)) or (
-            j > 1 and words[j - 1] in ("be", "have", "been") and (words[j - 2] in _NEGATIONS or _modal(words, j - 2)))
+        return j > 0 and (denied(j - 1) or base and _modal(words, j - 1)) or (
+            j > 1 and words[j - 1] in ("be", "have", "been") and (denied(j - 2) or _modal(words, j - 2)))
 
     return any(_related(p, stem(w)) and not unreal(j) for j, w in enumerate(words) for p in predicates)
 
@@ -382,8 +388,7 @@ def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value
     if asked.predicates and asked.part.past and not _happened(asked.predicates, s.span.text) and not (
             restates and not tells and not _hedged(s.span.text)):
         return False  # "Where was the deal signed?" is not answered by "he hoped to sign it in Chile"
-    if asked.done and any(_same_root(asked.done, t) for t in s.tf) and not _happened([asked.done], s.span.text) and (
-            "until" not in _WORD.findall(s.span.text.lower())):  # "did not lift it until Dec. 3" says when it did
+    if asked.done and any(_same_root(asked.done, t) for t in s.tf) and not _happened([asked.done], s.span.text):
         return False  # "When did Coty close the deal?" is not answered by "The deal is expected to close in March"
     if asked.office and not _says(asked.office, s):
         return False  # "Who was Bolivia's interim president?" is not answered by a sentence naming an ombudsman
