@@ -520,6 +520,12 @@ def test_a_purpose_is_no_plan() -> None:
     assert _happened(["sign"], "The deal was not signed until March.")
     assert not _happened(["sign"], "Until March, Acme did not sign the deal.")
     assert not _happened(["lift"], "Police would keep the cordon and not lift it until the items were removed.")
+    assert _happened(["sign"], "In May, Acme, which may face fines, did not sign the deal until June 3.")
+    assert not _happened(["sign"], "Acme did not sign the deal, saying it would wait until March.")
+    assert not _happened(["sign"], "The deal was not signed; the old contract runs until 2030.")
+    assert not _happened(["sign"], "The deal has not been signed until now.")
+    assert not _happened(["sign"], "Acme did not and will not sign until March.")
+    assert not _happened(["sign"], "The deal was not signed and would wait until March.")
 
 
 def test_a_part_about_an_earlier_answer_waits_for_it() -> None:

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .terms import IRREGULAR, STOP_WORDS, content_terms, stem, strip_request, word_list
+from .terms import IRREGULAR, STOP_WORDS, YEAR, content_terms, stem, strip_request, word_list
 
 AnswerType = Literal["person", "organisation", "place", "name", "number", "date", "title", "other"]
 # The types a sentence must carry a candidate of; "other" (what, why, how) asks for a description.
@@ -88,7 +88,6 @@ _MONEY_HEADS = frozenset(word_list(
 _CALLED = re.compile(r"what\b[^?]*\b(?:call|called|calls|name|named|dub|dubbed|title|titled|nickname|"
                      r"nicknamed)\b", re.I)
 _WH = re.compile(r"\b(?:how|what|which|who|whom|whose|when|where|why)\b", re.I)
-_YEAR = re.compile(r"(?<![\w.,])(?:1[5-9]\d\d|20\d\d)(?![\w]|[.,]\d)")
 _MONTH_DAY = re.compile(r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2}\b")
 _QUOTED = re.compile(r"[\"“«]([^\"“”«»]{2,80})[\"”»]")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:-]\d+)*[a-z]?(?![\w])", re.I)
@@ -301,7 +300,7 @@ def constraints_of(text: str) -> list[Constraint]:
 
     for m in _QUOTED.finditer(text):
         add("quoted", m.group(1))
-    for m in _YEAR.finditer(text):
+    for m in YEAR.finditer(text):
         add("year", m.group())
     for m in _MONTH_DAY.finditer(text):
         add("date", m.group())

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from .analysis import NAMED, Part
 from .figures import WINDOW, ages, answer_figures
-from .terms import STOP_WORDS, content_terms, stem, terms_of, word_list
+from .terms import STOP_WORDS, YEAR, content_terms, stem, terms_of, word_list
 
 # A capitalised run (with inner "of", "de", "and" before another capital), a quoted phrase, a figure, a date. Runs
 # are taken whole (`*+`, `++`): what follows each never starts with what it takes.
@@ -34,7 +34,6 @@ _FIGURE_WORDS = re.compile(r"[$€£¥]?\s?\d[\d,.]*\s?(?:[a-z]+\b)?", re.I)
 _QUOTED = re.compile(r"[\"“«]([^\"“”«»]{2,80})[\"”»]")
 _FIGURE = re.compile(r"(?<![\w.])[$€£¥]?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent|per cent|million|billion|trillion|"
                      r"thousand|bn|m)\b|%)?", re.I)
-_YEAR = re.compile(r"(?<![\w.,])(?:1[5-9]\d\d|20\d\d)(?!\w|[.,]\d)")
 _ISO = re.compile(r"\b\d{4}-\d\d-\d\d\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b")
 _MONTH = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|November|December|"
                     r"Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.?(?:\s+\d{1,2}(?:st|nd|rd|th)?\b)?", re.I)
@@ -103,13 +102,13 @@ def _number(text: str) -> float | str:
 
 def figures(sentence: str, *, with_years: bool = False) -> list[str]:
     """The figures of `sentence` ("30", "$1.2 billion", "12%", "thirty"); years only `with_years`."""
-    out = [m.group().strip() for m in _FIGURE.finditer(sentence) if with_years or not _YEAR.fullmatch(m.group())]
+    out = [m.group().strip() for m in _FIGURE.finditer(sentence) if with_years or not YEAR.fullmatch(m.group())]
     return out + [m.group() for m in _NUMBER_WORD.finditer(sentence)]
 
 
 def dates(sentence: str) -> list[str]:
     """Years, ISO and numeric dates, month names (with their day) and weekdays of `sentence`."""
-    return [m.group() for pattern in (_ISO, _YEAR, _MONTH, _WEEKDAY) for m in pattern.finditer(sentence)]
+    return [m.group() for pattern in (_ISO, YEAR, _MONTH, _WEEKDAY) for m in pattern.finditer(sentence)]
 
 
 def answer_values(sentence: str, part: Part) -> list[Value]:

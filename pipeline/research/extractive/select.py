@@ -41,7 +41,7 @@ from .analysis import (
 from .answers import Value, answer_values, same_value
 from .editions import Edition, editions_of, other_edition
 from .sentences import Span, split_sentences
-from .terms import IRREGULAR, content_terms, stem, terms_of, word_list
+from .terms import IRREGULAR, YEAR, content_terms, stem, terms_of, word_list
 
 __all__ = ["PageText", "Pick", "Span", "SentenceIndex", "split_sentences", "select_sentences", "MIN_PICK_CHARS"]
 
@@ -76,7 +76,6 @@ _LEANING = frozenset(["it", "its", "they", "their", "this", "these", "he", "she"
 
 _PROMPTS = frozenset([">>>", "...", "$", "%"])  # "$ pip install x", "% make", ">>> f(1)", "... return x"
 _OUTER = re.compile(r"^\W+|\W+$")
-_YEAR = re.compile(r"(?<![\w.,])(?:1[5-9]\d\d|20\d\d)(?!\w|[.,]\d)")
 
 
 class PageText(BaseModel):
@@ -151,7 +150,7 @@ class SentenceIndex:
                     continue
                 s_id = len(index.sentences)
                 index.sentences.append(_Sentence(
-                    p, span, terms, Counter(terms), frozenset(_YEAR.findall(span.text)), _is_fragment(span.text),
+                    p, span, terms, Counter(terms), frozenset(YEAR.findall(span.text)), _is_fragment(span.text),
                     span.text.rstrip(" \"'”’)»").endswith(("?", "？"))))
                 for term in set(terms):
                     index.postings[term].append(s_id)
@@ -164,7 +163,7 @@ class SentenceIndex:
             index.page_terms.append(frozenset(vocabulary | set(named)))
             index.vocabulary |= index.page_terms[-1]
             index.lede_terms.append(frozenset(named).union(*(x.tf for x in lede)))
-            index.page_years.append(frozenset(_YEAR.findall(f"{title} {page.published or ''}")).union(
+            index.page_years.append(frozenset(YEAR.findall(f"{title} {page.published or ''}")).union(
                 *(x.years for x in lede)))
         if index.sentences:
             index.avg_len = sum(len(s.terms) for s in index.sentences) / len(index.sentences)
@@ -224,11 +223,10 @@ def _happened(predicates: list[str], text: str) -> bool:
     a negation ("according to reports" is no infinitive: "reports" is not a base form); a negation with "until"
     after it says when it did happen ("did not lift it until Dec. 3")."""
     words = [w.lower() for w in _WORD.findall(text)]
-    until = next((j for j in range(len(words) - 1, -1, -1) if words[j] == "until"), -1)
-    modal = next((j for j, w in enumerate(words) if w in _IRREALIS), len(words))
+    told = _told_until(text)
 
-    def denied(j: int) -> bool:  # "not" before words[j], and no "until" after it that says when (not "would not ...")
-        return words[j] in _NEGATIONS and not (j < until and j < modal)
+    def denied(j: int) -> bool:
+        return words[j] in _NEGATIONS and j not in told
 
     def unreal(j: int) -> bool:
         base = not words[j].endswith(("s", "ed", "ing")) and words[j] not in IRREGULAR
@@ -236,6 +234,33 @@ def _happened(predicates: list[str], text: str) -> bool:
             j > 1 and words[j - 1] in ("be", "have", "been") and (denied(j - 2) or _modal(words, j - 2)))
 
     return any(_related(p, stem(w)) and not unreal(j) for j, w in enumerate(words) for p in predicates)
+
+
+_CLAUSE_TOKEN = re.compile(r"[\w'’-]+|[,;:]")
+_TOLD = frozenset(word_list("did was were had"))  # "did not sign it until March": a past that says when
+
+
+def _told_until(text: str) -> set[int]:
+    """The word indexes of the negations in `text` that say when something did happen: after "did", "was", "were" or
+    "had", with "until" later in the same clause and no modal between ("did not sign it until March 3"; not "did not
+    sign it, saying it would wait until March")."""
+    told: set[int] = set()
+    negation: int | None = None
+    n, previous = -1, ""
+    for token in _CLAUSE_TOKEN.findall(text):
+        word = token.lower()
+        if word in ",;:" or word in _IRREALIS:
+            negation = None
+            if word in ",;:":
+                continue
+        n += 1
+        if word in _NEGATIONS and n > 0 and previous in _TOLD:
+            negation = n
+        elif word == "until" and negation is not None:
+            told.add(negation)
+            negation = None
+        previous = word
+    return told
 
 
 def _modal(words: list[str], j: int) -> bool:

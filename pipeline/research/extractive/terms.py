@@ -55,6 +55,8 @@ ABBREVIATIONS = frozenset(word_list("""
 """))
 # Question words: stop words for matching, but they say what kind of answer is wanted (see select.py).
 QUESTION_WORDS = frozenset(["what", "which", "who", "whom", "whose", "when", "where", "why", "how"])
+# A year from 1500 to 2099 standing alone: not inside a figure ("1,2019", "2019.5") or a word.
+YEAR = re.compile(r"(?<![\w.,])(?:1[5-9]\d\d|20\d\d)(?!\w|[.,]\d)")
 
 
 # Common irregular verb forms, so "sold" matches "sell" and "won" matches "win": Snowball stems suffixes, not these.
