@@ -241,9 +241,9 @@ _TOLD = frozenset(word_list("did was were had"))  # "did not sign it until March
 
 
 def _told_until(text: str) -> set[int]:
-    """The word indexes of the negations in `text` that say when something did happen: after "did", "was", "were" or
-    "had", with "until" later in the same clause and no modal between ("did not sign it until March 3"; not "did not
-    sign it, saying it would wait until March")."""
+    """The word indexes of the negations of `text` that say when a thing did happen ("did not sign it until May")."""
+    # After "did", "was", "were" or "had", with "until" later in the same clause and no modal between: not "did not sign
+    # it, saying it would wait until March".
     told: set[int] = set()
     negation: int | None = None
     n, previous = -1, ""
