@@ -515,6 +515,8 @@ def test_a_purpose_is_no_plan() -> None:
     assert not _happened(["sign"], "He hoped to sign it in Chile.")
     assert not _happened(["sign"], "The deal is expected to be signed soon.")
     assert not _happened(["sign"], "The deal has not signed yet.")
+    for unreal in ["Acme must sign the deal.", "Acme cannot sign the deal.", "Acme won’t sign the deal."]:
+        assert not _happened(["sign"], unreal)  # an obligation, an inability, a refusal (curly apostrophe)
     # A negation with "until" after the verb says when it did happen; "until" before it, or after a modal, does not.
     assert _happened(["sign"], "Acme did not sign the deal until March 3.")
     assert _happened(["sign"], "The deal was not signed until March.")

@@ -210,7 +210,8 @@ def _says(topic: set[str], s: _Sentence) -> bool:
 # Words before a verb's base form that make it unreal: to come, wished or supposed ("will sign", "could win",
 # "would be signed"); "to" after a word of intent or expectation ("hoped to sign", "is expected to win"), not a
 # purpose's "to" ("a function to replace the statement"); and a negation before any form ("was not signed").
-_IRREALIS = frozenset(word_list("will would could may might should shall can won't wouldn't couldn't"))
+_IRREALIS = frozenset(word_list("""
+    will would could may might should shall can must cannot won't wouldn't couldn't won’t wouldn’t couldn’t"""))
 _INTENT = frozenset(stem(w) for w in word_list("""
     hope plan expect want aim intend seek sought try tried wish promise agree prepare schedule set due going likely
     unlikely poised ready about able need"""))
