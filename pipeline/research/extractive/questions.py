@@ -232,6 +232,7 @@ def _expand_list(clause: str) -> list[str]:
 # ("What did the Fed say about rates and inflation?": the pair is the object of "about", not two verbs).
 _BARE_AUXILIARIES = frozenset(word_list("do does did will would can could"))
 _PREPOSITIONS = frozenset(word_list("about of in for on with to from by at into over under after before against"))
+_MORE_IRREGULAR = frozenset(word_list("made shown"))  # participles that terms.IRREGULAR does not list
 
 
 def _verb_pair(clause: str) -> list[str]:
@@ -254,11 +255,8 @@ def _verb_pair(clause: str) -> list[str]:
 
 
 def _participle(word: str) -> bool:
-    """A past participle: "raised", or an irregular one ("born", "held")."""
-    return word.endswith("ed") or word in IRREGULAR or word in _BORN
-
-
-_BORN = frozenset(word_list("born made known seen shown found"))
+    """A past participle: "raised", or an irregular one ("born", "held", "made")."""
+    return word.endswith("ed") or word in IRREGULAR or word in _MORE_IRREGULAR
 
 
 def _tidy(part: str, ask: bool) -> str:

@@ -217,14 +217,18 @@ _INTENT = frozenset(stem(w) for w in word_list("""
     unlikely poised ready about able need"""))
 _NEGATIONS = frozenset(word_list("not never"))
 _WORD = re.compile(r"[\w'’-]+")
+_CLAUSE_TOKEN = re.compile(r"[\w'’-]+|[,;:]")  # words (as _WORD) and the marks that end a clause
+_CLAUSE_ENDS = frozenset(",;:")
+_TOLD = frozenset(word_list("did was were had"))  # "did not sign it until March": a past that says when
 
 
 def _happened(predicates: list[str], text: str) -> bool:
     """Whether `text` says one of `predicates` as having happened: once, not as an infinitive, after a modal or
     a negation ("according to reports" is no infinitive: "reports" is not a base form); a negation with "until"
     after it says when it did happen ("did not lift it until Dec. 3")."""
-    words = [w.lower() for w in _WORD.findall(text)]
-    told = _told_until(text)
+    tokens = [t.lower() for t in _CLAUSE_TOKEN.findall(text)]
+    words = [t for t in tokens if t not in _CLAUSE_ENDS]
+    told = _told_until(tokens)
 
     def denied(j: int) -> bool:
         return words[j] in _NEGATIONS and j not in told
@@ -237,22 +241,18 @@ def _happened(predicates: list[str], text: str) -> bool:
     return any(_related(p, stem(w)) and not unreal(j) for j, w in enumerate(words) for p in predicates)
 
 
-_CLAUSE_TOKEN = re.compile(r"[\w'’-]+|[,;:]")
-_TOLD = frozenset(word_list("did was were had"))  # "did not sign it until March": a past that says when
-
-
-def _told_until(text: str) -> set[int]:
-    """The word indexes of the negations of `text` that say when a thing did happen ("did not sign it until May")."""
+def _told_until(tokens: list[str]) -> set[int]:
+    """The word indexes of the negations among `tokens` (lower-cased words and clause ends) that say when a thing did
+    happen ("did not sign it until May")."""
     # After "did", "was", "were" or "had", with "until" later in the same clause and no modal between: not "did not sign
     # it, saying it would wait until March".
     told: set[int] = set()
     negation: int | None = None
     n, previous = -1, ""
-    for token in _CLAUSE_TOKEN.findall(text):
-        word = token.lower()
-        if word in ",;:" or word in _IRREALIS:
+    for word in tokens:
+        if word in _CLAUSE_ENDS or word in _IRREALIS:
             negation = None
-            if word in ",;:":
+            if word in _CLAUSE_ENDS:
                 continue
         n += 1
         if word in _NEGATIONS and n > 0 and previous in _TOLD:
