@@ -82,6 +82,21 @@ def test_two_verbs_of_one_subject_ask_two_questions():
         assert questions(whole) == [whole]
 
 
+def test_a_noun_phrase_after_a_comma_and_asks_the_same_what_was():
+    assert questions("What was the Jets-Bills score on Nov. 3, 2019, and the Bills' record afterward?") == [
+        "What was the Jets-Bills score on Nov. 3, 2019?", "What was the Bills' record afterward?"]
+    assert questions("Who was the MVP, and the winning coach?") == ["Who was the MVP?", "Who was the winning coach?"]
+    # A clause of its own (a relative word, a helper verb), a bare adverbial, a longer phrase or another opening
+    # is not a second subject of "What was".
+    for whole in ["What was the price, and the firm that bought it?", "What was the price, and the firm has gone?",
+                  "How many cars did dealers sell in October, and year to date?",
+                  "What was the price, and the name of the small firm in Ohio that had been bought?",
+                  "What was the price, and the name of the small family firm in the north of Ohio?",
+                  "What was the price, and the firm's owner, Acme?", "What did Acme pay, and the price?",
+                  "Where was the deal signed, and the price?", "What was the price, and Acme's share?"]:
+        assert questions(whole) == [whole]
+
+
 def test_a_clause_after_a_comma_with_any_auxiliary_is_a_question_of_its_own():
     assert questions("Tell me about Acme Corp, who has its headquarters in Ohio?") == [
         "Tell me about Acme Corp?", "Who has its headquarters in Ohio?"]

@@ -254,6 +254,27 @@ def _verb_pair(clause: str) -> list[str]:
     return [f"{head} {a}?", f"{head} {b}?"]
 
 
+# What a noun phrase after ", and" must not hold to be a second subject of the same "What was": a verb's helper or
+# a relative word ("..., and the firm that bought it"), so it is no clause of its own.
+_CLAUSE_WORDS = _AUXILIARIES | QUESTION_WORDS | frozenset(word_list("that"))
+_DETERMINERS = frozenset(word_list("the its their his her"))
+_BE_ASK = frozenset(word_list("is was are were"))
+MAX_ELIDED_WORDS = 8  # a noun phrase, not a sentence (not tuned)
+
+
+def _elided(clause: str) -> list[str]:
+    """"What was the score on Nov. 18, and the Chargers' record afterward?" -> "What was the score on Nov. 18?",
+    "What was the Chargers' record afterward?": a noun phrase after the last ", and" asks the same "What/Who was"."""
+    head, sep, tail = clause.rstrip(" ?").rpartition(", and ")
+    words, lead = tail.split(), head.split()[:2]
+    if not sep or len(lead) < 2 or lead[0].lower() not in ("what", "who") or lead[1].lower() not in _BE_ASK:
+        return [clause]
+    if not words or words[0].lower() not in _DETERMINERS or len(words) > MAX_ELIDED_WORDS or "," in tail or any(
+            w.lower() in _CLAUSE_WORDS for w in words):
+        return [clause]
+    return [f"{head}?", f"{' '.join(lead)} {tail}?"]
+
+
 def _participle(word: str) -> bool:
     """A past participle: "raised", or an irregular one ("born", "held", "made")."""
     return word.endswith("ed") or word in IRREGULAR or word in _MORE_IRREGULAR
@@ -372,7 +393,8 @@ def _pieces(text: str) -> list[tuple[str, str]]:
             if len(clauses) > 1 and not _asks(clause) and (n < len(clauses) - 1 or _CONDITION.match(clause)):
                 out.append((clause, "context"))  # "If I call zip() ..., what ...?", "X has a nickname; what is it?"
                 continue
-            for item in (items for listed in _expand_list(clause) for items in _verb_pair(listed)):
+            for item in (items for elided in _elided(clause) for listed in _expand_list(elided)
+                         for items in _verb_pair(listed)):
                 out.append((item, "ask"))
                 if len(out) >= MAX_PIECES:
                     return out
