@@ -107,6 +107,9 @@ FOCUS: list[Any] = [
     ("Tell me who won the 2019 Nobel Peace Prize.", "who", None, "name", False),
     ("What did Boeing call the flight-control software blamed for the two 737 MAX crashes?",
      "what", None, "title", False),
+    ("What is Airbus's new long-range jet for the Pacific routes called?", "what", "jet", "title", False),
+    ("What was the Navy's first nuclear submarine named?", "what", "submarine", "title", False),
+    ("Which company is named in the lawsuit?", "which", "company", "organisation", False),  # a kind: not a title
     ("What is the name of the company that makes the Roomba robot vacuum cleaner?",
      ANY, "company", "organisation", False),
     ("What is the name of the interior minister who announced the plan?", ANY, "minister", "person", False),
