@@ -82,6 +82,20 @@ def test_two_verbs_of_one_subject_ask_two_questions():
         assert questions(whole) == [whole]
 
 
+def test_two_things_asked_by_one_wh_word_are_two_parts():
+    assert questions("What top speed and EPA range does the Acme Roadster have?") == [
+        "What top speed does the Acme Roadster have?", "What EPA range does the Acme Roadster have?"]
+    assert questions("Which cities and towns did the storm hit?") == [
+        "Which cities did the storm hit?", "Which towns did the storm hit?"]
+    # Names, two modifiers of one noun, a comparison, a longer phrase, or no helper verb: one thing asked.
+    for whole in ["Which Fargo and Legion creator was in talks to direct the film?",
+                  "Which NBA and NFL teams did he own?", "What price and range do both cars have?",
+                  "What long top speed and range does the car have?",
+                  "What price and range and speed does the car have?", "What top speed and range?",
+                  "How many cars and trucks did dealers sell?"]:
+        assert questions(whole) == [whole]
+
+
 def test_a_noun_phrase_after_a_comma_and_asks_the_same_what_was():
     assert questions("What was the Jets-Bills score on Nov. 3, 2019, and the Bills' record afterward?") == [
         "What was the Jets-Bills score on Nov. 3, 2019?", "What was the Bills' record afterward?"]

@@ -275,6 +275,25 @@ def _elided(clause: str) -> list[str]:
     return [f"{head}?", f"{' '.join(lead)} {tail}?"]
 
 
+def _noun_pair(clause: str) -> list[str]:
+    """"What drag coefficient and EPA range does the car have?" -> "What drag coefficient does the car have?", "What
+    EPA range does the car have?": two things asked by one wh-word, before the verb's helper."""
+    words = clause.split()
+    if len(words) < 5 or words[0].lower() not in ("what", "which") or _NO_LIST.search(clause):
+        return [clause]
+    at = next((i for i, w in enumerate(words) if w.lower() in _AUXILIARIES), len(words))
+    joins = [i for i in range(2, at) if words[i].lower() == "and"]
+    if len(joins) != 1 or at == len(words):
+        return [clause]
+    first, second = words[1:joins[0]], words[joins[0] + 1:at]
+    # At most two words a side, the second no longer than the first: "Which NBA and NFL teams", "Which Fargo and
+    # Legion creator" are two modifiers of one noun, one thing asked.
+    if not 1 <= len(second) <= len(first) <= 2:
+        return [clause]
+    rest = " ".join(words[at:])
+    return [f"{words[0]} {' '.join(first)} {rest}", f"{words[0]} {' '.join(second)} {rest}"]
+
+
 def _participle(word: str) -> bool:
     """A past participle: "raised", or an irregular one ("born", "held", "made")."""
     return word.endswith("ed") or word in IRREGULAR or word in _MORE_IRREGULAR
@@ -393,8 +412,8 @@ def _pieces(text: str) -> list[tuple[str, str]]:
             if len(clauses) > 1 and not _asks(clause) and (n < len(clauses) - 1 or _CONDITION.match(clause)):
                 out.append((clause, "context"))  # "If I call zip() ..., what ...?", "X has a nickname; what is it?"
                 continue
-            for item in (items for elided in _elided(clause) for listed in _expand_list(elided)
-                         for items in _verb_pair(listed)):
+            for item in (items for elided in _elided(clause) for paired in _noun_pair(elided)
+                         for listed in _expand_list(paired) for items in _verb_pair(listed)):
                 out.append((item, "ask"))
                 if len(out) >= MAX_PIECES:
                     return out
