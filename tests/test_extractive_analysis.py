@@ -108,8 +108,11 @@ FOCUS: list[Any] = [
     ("What did Boeing call the flight-control software blamed for the two 737 MAX crashes?",
      "what", None, "title", False),
     ("What is Airbus's new long-range jet for the Pacific routes called?", "what", "jet", "title", False),
-    ("What was the Navy's first nuclear submarine named?", "what", "submarine", "title", False),
-    ("Which company is named in the lawsuit?", "which", "company", "organisation", False),  # a kind: not a title
+    ("What is SpaceX's next heavy rocket dubbed?", "what", "rocket", "title", False),
+    # Not a named owner's thing (a file's name is often lower case), or "called" as in "declared".
+    ("What is the config file called?", "what", "file", "other", False),
+    ("Which penalty was called?", "which", "penalty", "other", False),
+    ("What is Acme's new process called in French?", "what", "process", "other", False),
     ("What is the name of the company that makes the Roomba robot vacuum cleaner?",
      ANY, "company", "organisation", False),
     ("What is the name of the interior minister who announced the plan?", ANY, "minister", "person", False),

@@ -89,6 +89,9 @@ def test_two_things_asked_by_one_wh_word_are_two_parts():
         "Which cities did the storm hit?", "Which towns did the storm hit?"]
     # Names, two modifiers of one noun, a comparison, a longer phrase, or no helper verb: one thing asked.
     for whole in ["Which Fargo and Legion creator was in talks to direct the film?",
+                  "What Star Wars and Marvel movies are on Disney+?",
+                  "What Windows 11 and macOS versions are supported?",
+                  "What price, and range does the car have?",
                   "Which NBA and NFL teams did he own?", "What price and range do both cars have?",
                   "What long top speed and range does the car have?",
                   "What price and range and speed does the car have?", "What top speed and range?",
@@ -99,10 +102,17 @@ def test_two_things_asked_by_one_wh_word_are_two_parts():
 def test_a_noun_phrase_after_a_comma_and_asks_the_same_what_was():
     assert questions("What was the Jets-Bills score on Nov. 3, 2019, and the Bills' record afterward?") == [
         "What was the Jets-Bills score on Nov. 3, 2019?", "What was the Bills' record afterward?"]
-    assert questions("Who was the MVP, and the winning coach?") == ["Who was the MVP?", "Who was the winning coach?"]
-    # A clause of its own (a relative word, a helper verb), a bare adverbial, a longer phrase or another opening
-    # is not a second subject of "What was".
-    for whole in ["What was the price, and the firm that bought it?", "What was the price, and the firm has gone?",
+    assert questions("Who was the MVP, and the Bills' head coach?") == ["Who was the MVP?",
+                                                                       "Who was the Bills' head coach?"]
+    # A clause of its own (a relative word, a helper verb), a bare adverbial, a longer phrase, another opening, a
+    # phrase that names nothing, a list, a comparison or a quoted title is not a second subject of "What was".
+    for whole in ["Who was the MVP, and the winning coach?", "What is the population of Texas, and the median income?",
+                  "What are the capitals of France, Germany, and the Netherlands?",
+                  "What is the relationship between the Fed, and the Treasury?",
+                  'What is "The Good, the Bad, and the Ugly" about?', "What, and the price?",
+                  "What was the price, and the Acme firm which bought it?",
+                  "What was the price, and Acme Corp paid it?",
+                  "What was the price, and the firm that bought it?", "What was the price, and the firm has gone?",
                   "How many cars did dealers sell in October, and year to date?",
                   "What was the price, and the name of the small firm in Ohio that had been bought?",
                   "What was the price, and the name of the small family firm in the north of Ohio?",

@@ -87,7 +87,7 @@ _MONEY_HEADS = frozenset(word_list(
     "price cost fee salary budget revenue profit valuation fine wage worth earnings income"))
 _CALLED = re.compile(r"what\b[^?]*\b(?:call|called|calls|name|named|dub|dubbed|title|titled|nickname|"
                      r"nicknamed)\b", re.I)
-_CALLED_LAST = re.compile(r"\b(?:called|named|dubbed|titled|nicknamed)\s*+$", re.I)  # "What is X's approach called?"
+_CALLED_LAST = re.compile(r"\b(?:called|dubbed|titled|nicknamed)\s*+$", re.I)  # "What is X's approach called?"
 _WH = re.compile(r"\b(?:how|what|which|who|whom|whose|when|where|why)\b", re.I)
 _MONTH_DAY = re.compile(r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2}\b")
 _QUOTED = re.compile(r"[\"“«]([^\"“”«»]{2,80})[\"”»]")
@@ -275,7 +275,10 @@ def _focus(tail: str, wh: str) -> Focus:
                      slot=_slot(m.group().split()[-1], head if head and _type_of_head(head) else None, measured))
     if wh in ("which", "what") and (which := _WHICH.match(tail)) is not None and (
             head := _head_after(which.group("rest"), after_article=which.group("the") is not None)) is not None:
-        kind = _type_of_head(head) or ("title" if _CALLED_LAST.search(tail) else None)
+        # "What is Boeing's approach called?": a named owner's thing, called by a name (not "What is the file called?",
+        # often lower case, nor "Which penalty was called?").
+        owned = which.group("the") is not None and not which.group("the").lower().endswith("the")
+        kind = _type_of_head(head) or ("title" if owned and _CALLED_LAST.search(tail) else None)
         return Focus(wh=wh, head=head, answer_type=kind or "other", slot=_slot(head if kind else None))
     if _CALLED.match(tail):
         return Focus(wh=wh, answer_type="title")  # "What did Boeing call its approach?", "What is it called?"

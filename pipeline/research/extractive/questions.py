@@ -254,9 +254,9 @@ def _verb_pair(clause: str) -> list[str]:
     return [f"{head} {a}?", f"{head} {b}?"]
 
 
-# What a noun phrase after ", and" must not hold to be a second subject of the same "What was": a verb's helper or
-# a relative word ("..., and the firm that bought it"), so it is no clause of its own.
-_CLAUSE_WORDS = _AUXILIARIES | QUESTION_WORDS | frozenset(word_list("that"))
+# What a noun phrase after ", and" must not hold to be a second subject of the same "What was": a word that opens a
+# clause of its own ("..., and the firm that bought it").
+_CLAUSE_WORDS = _CLAUSE_OPENERS | frozenset(word_list("that"))
 _DETERMINERS = frozenset(word_list("the its their his her"))
 _BE_ASK = frozenset(word_list("is was are were"))
 MAX_ELIDED_WORDS = 8  # a noun phrase, not a sentence (not tuned)
@@ -264,14 +264,18 @@ MAX_ELIDED_WORDS = 8  # a noun phrase, not a sentence (not tuned)
 
 def _elided(clause: str) -> list[str]:
     """"What was the score on Nov. 18, and the Chargers' record afterward?" -> "What was the score on Nov. 18?",
-    "What was the Chargers' record afterward?": a noun phrase after the last ", and" asks the same "What/Who was"."""
-    head, sep, tail = clause.rstrip(" ?").rpartition(", and ")
+    "What was the Chargers' record afterward?": a noun phrase after the last ", and" that names what it is about (a
+    capitalised word) asks the same "What/Who was"."""
+    head, sep, tail = clause.rstrip(" ?.").rpartition(", and ")
     words, lead = tail.split(), head.split()[:2]
-    if not sep or len(lead) < 2 or lead[0].lower() not in ("what", "who") or lead[1].lower() not in _BE_ASK:
-        return [clause]
-    if not words or words[0].lower() not in _DETERMINERS or len(words) > MAX_ELIDED_WORDS or "," in tail or any(
-            w.lower() in _CLAUSE_WORDS for w in words):
-        return [clause]
+    if len(lead) < 2 or lead[0].lower() not in ("what", "who") or lead[1].lower() not in _BE_ASK or _NO_LIST.search(
+            clause):
+        return [clause]  # "What is the relationship between the Fed, and the Treasury?"
+    if not sep or words[0].lower() not in _DETERMINERS or len(words) > MAX_ELIDED_WORDS or "," in tail or any(
+            w.lower() in _CLAUSE_WORDS for w in words) or not any(w[:1].isupper() for w in words[1:]):
+        return [clause]  # "..., and the median income" would lose what it is of
+    if "," in head and not head.rsplit(",", 1)[1].strip()[:1].isdigit():
+        return [clause]  # a list or title: "of France, Germany, and the Netherlands", "The Good, the Bad, and the Ugly"
     return [f"{head}?", f"{' '.join(lead)} {tail}?"]
 
 
@@ -279,16 +283,17 @@ def _noun_pair(clause: str) -> list[str]:
     """"What drag coefficient and EPA range does the car have?" -> "What drag coefficient does the car have?", "What
     EPA range does the car have?": two things asked by one wh-word, before the verb's helper."""
     words = clause.split()
-    if len(words) < 5 or words[0].lower() not in ("what", "which") or _NO_LIST.search(clause):
+    if not words or words[0].lower() not in ("what", "which") or _NO_LIST.search(clause):
         return [clause]
     at = next((i for i, w in enumerate(words) if w.lower() in _AUXILIARIES), len(words))
     joins = [i for i in range(2, at) if words[i].lower() == "and"]
     if len(joins) != 1 or at == len(words):
         return [clause]
     first, second = words[1:joins[0]], words[joins[0] + 1:at]
-    # At most two words a side, the second no longer than the first: "Which NBA and NFL teams", "Which Fargo and
-    # Legion creator" are two modifiers of one noun, one thing asked.
-    if not 1 <= len(second) <= len(first) <= 2:
+    # At most two words a side, the second no longer than the first, the first ending in a lower-case noun: "Which
+    # NBA and NFL teams", "What Star Wars and Marvel movies", "What Windows 11 and macOS versions" are modifiers of
+    # one noun, one thing asked.
+    if not 1 <= len(second) <= len(first) <= 2 or not first[-1].isalpha() or not first[-1].islower():
         return [clause]
     rest = " ".join(words[at:])
     return [f"{words[0]} {' '.join(first)} {rest}", f"{words[0]} {' '.join(second)} {rest}"]
