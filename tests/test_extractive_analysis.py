@@ -260,6 +260,9 @@ CONSTRAINTS: list[Any] = [
     (f"According to official David Holmes, {SONDLAND[0].lower()}{SONDLAND[1:]}?", SONDLAND_NAMES, ("July",)),
     ("How many flu cases had Ohio's EEE outbreak caused by May?",  # a possessive ends a name: two names
      [("name", "Ohio's", False), ("name", "EEE", False)], ("Ohio's EEE",)),
+    ("How many districts closed for the Red for Ed rally run by Americans for Prosperity?",  # "for" inside a name
+     [("name", "Red for Ed", False), ("name", "Americans for Prosperity", False)], ()),
+    ("Who voted for Biden in Ohio?", [("name", "Biden", False), ("name", "Ohio", False)], ()),
     ("Who founded the People's Republic of China, and who runs McDonald's Corporation?",  # one name each
      [("name", "People's Republic of China", False), ("name", "McDonald's Corporation", False)], ()),
     ("How many Boeing 787-9 Dreamliners did Emirates order at the Dubai Air Show in November 2019?",

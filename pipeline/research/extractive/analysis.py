@@ -92,12 +92,12 @@ _WH = re.compile(r"\b(?:how|what|which|who|whom|whose|when|where|why)\b", re.I)
 _MONTH_DAY = re.compile(r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2}\b")
 _QUOTED = re.compile(r"[\"“«]([^\"“”«»]{2,80})[\"”»]")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:-]\d+)*[a-z]?(?![\w])", re.I)
-# A capitalised run: "Dubai Air Show", "Bank of England", "Patrick Carlineo Jr.", "787-9 Dreamliner", "iOS" (a
-# word's lower-case start is taken whole, only before a capital). A digit with no ASCII letter after it in its word is
-# matched too, to the word's end, as group "number" (skipped): failing as a name, it made the search start again at
-# each digit after it and read on to the word's end (quadratic).
+# A capitalised run: "Dubai Air Show", "Bank of England", "Red for Ed", "Patrick Carlineo Jr.", "787-9 Dreamliner",
+# "iOS" (a word's lower-case start is taken whole, only before a capital). A digit with no ASCII letter after it in its
+# word is matched too, to the word's end, as group "number" (skipped): failing as a name, it made the search start
+# again at each digit after it and read on to the word's end (quadratic).
 _NAME = re.compile(r"(?:(?:(?<![\w'’.-])[a-z]++(?=[A-Z]))?[A-Z][\w'’.-]*+|\d[\w.-]*[A-Za-z][\w.-]*+)"
-                   r"(?:\s++(?:of|de|la|von|van|del|der|du|the|and|&)(?=\s+[A-Z])|\s++(?:[A-Z][\w'’.-]*+|\d[\w.-]*+))*+|(?P<number>\d[\w.-]*+)")
+                   r"(?:\s++(?:of|for|de|la|von|van|del|der|du|the|and|&)(?=\s+[A-Z])|\s++(?:[A-Z][\w'’.-]*+|\d[\w.-]*+))*+|(?P<number>\d[\w.-]*+)")
 # Runs are taken whole (`++`, `*+`) where what follows cannot start with what they take. An attribution's space run
 # is matched from its first character only ((?<!\s)): a search would otherwise start again at each character of a
 # long run and read on to its end. After a relative pronoun, the old `\s+(?!(?:is|...)\b)` gave back one space when
