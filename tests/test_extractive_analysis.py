@@ -263,6 +263,11 @@ CONSTRAINTS: list[Any] = [
     ("How many districts closed for the Red for Ed rally run by Americans for Prosperity?",  # "for" inside a name
      [("name", "Red for Ed", False), ("name", "Americans for Prosperity", False)], ()),
     ("Who voted for Biden in Ohio?", [("name", "Biden", False), ("name", "Ohio", False)], ()),
+    # After a verb, "for" parts its object from what it is for.
+    ("Which candidate won Iowa for Republicans in 2024?", [("name", "Iowa", False), ("name", "Republicans", False)],
+     ()),
+    ("Did Tesla swap LG for Panasonic?", [("name", "LG", False), ("name", "Panasonic", False)], ()),
+    ("Who led the 2019 Red for Ed rally?", [("name", "Red for Ed", False)], ()),  # after a figure: one name
     ("Who founded the People's Republic of China, and who runs McDonald's Corporation?",  # one name each
      [("name", "People's Republic of China", False), ("name", "McDonald's Corporation", False)], ()),
     ("How many Boeing 787-9 Dreamliners did Emirates order at the Dubai Air Show in November 2019?",

@@ -312,10 +312,15 @@ def constraints_of(text: str) -> list[Constraint]:
         if m.group("number") is not None:
             continue
         words = m.group().split()
+        led = _leads_a_name(text[max(0, m.start() - _LOOK_BACK):m.start()])
         while words and words[0].lower().strip(".,") in _NOT_NAMES:
             words.pop(0)  # "According to ...", a clause's first word
+            led = True
         # "Kevin King and Timothy Weeks": two names. (?<!\s) and `++`: as in _DESCRIPTION.
-        for phrase in _possessors_apart(re.split(r"(?<!\s)\s++(?:and|&)\s++", " ".join(words))):
+        phrases = re.split(r"(?<!\s)\s++(?:and|&)\s++", " ".join(words))
+        if not led:  # "won Iowa for Republicans", "swap LG for Panasonic": a verb's object and what it is for
+            phrases = [p for phrase in phrases for p in re.split(r"(?<!\s)\s++for\s++", phrase)]
+        for phrase in _possessors_apart(phrases):
             words_of = phrase.split()
             if phrase and not (any(w.lower().strip(".,") in DATE_WORDS for w in words_of) and all(
                     w.lower().strip(".,") in DATE_WORDS or w.strip(".,").isdigit() for w in words_of)):
@@ -325,6 +330,18 @@ def constraints_of(text: str) -> list[Constraint]:
         if m.group() not in years and not any(m.group() in c.text for c in found.values() if c.kind != "year"):
             add("number", m.group())
     return list(found.values())
+
+
+_LOOK_BACK = 40  # characters before a capitalised run that hold the word before it (a bound, not tuned)
+
+
+def _leads_a_name(before: str) -> bool:
+    """Whether the text `before` a capitalised run lets "for" inside the run join one name ("the Red for Ed rally",
+    "the 2019 Red for Ed rally", "did Americans for Prosperity"): nothing, a clause's end, a function word ("the",
+    "by", "did"), a figure or a possessive; not a verb ("won Iowa for Republicans")."""
+    words = before.split()
+    return not words or before.rstrip()[-1:] in ",;:(\"“" or words[-1].lower() in _NOT_NAMES or words[-1][:1].isdigit(
+    ) or words[-1].endswith(("'s", "’s", "s'", "s’"))
 
 
 # Possessives inside a name ("People's Republic", "St. John's University", "Women's World Cup").
