@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .terms import IRREGULAR, STOP_WORDS, YEAR, content_terms, stem, strip_request, word_list
+from .terms import IRREGULAR, POSSESSIVE_ENDS, STOP_WORDS, YEAR, content_terms, stem, strip_request, word_list
 
 AnswerType = Literal["person", "organisation", "place", "name", "number", "date", "title", "other"]
 # The types a sentence must carry a candidate of; "other" (what, why, how) asks for a description.
@@ -340,8 +340,10 @@ def _leads_a_name(before: str) -> bool:
     "the 2019 Red for Ed rally", "did Americans for Prosperity"): nothing, a clause's end, a function word ("the",
     "by", "did"), a figure or a possessive; not a verb ("won Iowa for Republicans")."""
     words = before.split()
-    return not words or before.rstrip()[-1:] in ",;:(\"“" or words[-1].lower() in _NOT_NAMES or words[-1][:1].isdigit(
-    ) or words[-1].endswith(("'s", "’s", "s'", "s’"))
+    if not words or before.rstrip()[-1:] in ",;:(\"“":
+        return True
+    last = words[-1]
+    return last.lower() in _NOT_NAMES or last[:1].isdigit() or last.endswith(POSSESSIVE_ENDS)
 
 
 # Possessives inside a name ("People's Republic", "St. John's University", "Women's World Cup").
@@ -443,7 +445,7 @@ def _verb_after_do(words: list[str]) -> str | None:
     if len(words) < 3 or words[0].lower() not in _DO:
         return None
     j = next((k for k in range(1, len(words)) if not words[k][:1].isupper()), len(words))
-    if j == 1 or words[j - 1].lower().endswith(("'s", "’s", "s'", "s’")):
+    if j == 1 or words[j - 1].lower().endswith(POSSESSIVE_ENDS):
         return None  # "did the company sell", "did Coty's unit sell": the subject goes on past a name
     while j < len(words) and (words[j].lower() in _ADVERBS or words[j].lower().endswith("ly")):
         j += 1  # "did Michael McDonald first join"

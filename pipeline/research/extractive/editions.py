@@ -14,7 +14,7 @@ import re
 from typing import Literal, NamedTuple
 
 from .analysis import DATE_WORDS
-from .terms import STOP_WORDS, stem, word_list
+from .terms import POSSESSIVE_ENDS, STOP_WORDS, stem, word_list
 
 # A word or number (a comma inside a number only: "10,000"), or any other mark, which parts the words either side.
 _TOKEN = re.compile(r"(?:[\w'’.-]|,(?=\d))+|[^\w\s]")
@@ -66,7 +66,7 @@ def _tokens(text: str) -> list[_Token]:
         previous = token
         raw = m.group().strip(".-")
         token = raw.lower()
-        if token.endswith(("'s", "’s", "s'", "s’")):
+        if token.endswith(POSSESSIVE_ENDS):
             out.append(_Token())  # an owner, not a series: "Emirates' 30 jets" are not its "30" edition
         elif any(c.isdigit() for c in token):
             number = _ENDING.sub("", token.replace(",", ""))  # "787-9s" is the 787-9, "10,000" is 10000

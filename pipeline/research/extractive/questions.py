@@ -271,7 +271,7 @@ def _elided(clause: str) -> list[str]:
     if len(lead) < 2 or lead[0].lower() not in ("what", "who") or lead[1].lower() not in _BE_ASK or _NO_LIST.search(
             clause):
         return [clause]  # "What is the relationship between the Fed, and the Treasury?"
-    if not sep or words[0].lower() not in _DETERMINERS or len(words) > MAX_ELIDED_WORDS or "," in tail or any(
+    if words[0].lower() not in _DETERMINERS or len(words) > MAX_ELIDED_WORDS or "," in tail or any(
             w.lower() in _CLAUSE_WORDS for w in words) or not any(w[:1].isupper() for w in words[1:]):
         return [clause]  # "..., and the median income" would lose what it is of
     if "," in head and not head.rsplit(",", 1)[1].strip()[:1].isdigit():

@@ -55,6 +55,7 @@ ABBREVIATIONS = frozenset(word_list("""
 """))
 # Question words: stop words for matching, but they say what kind of answer is wanted (see select.py).
 QUESTION_WORDS = frozenset(["what", "which", "who", "whom", "whose", "when", "where", "why", "how"])
+POSSESSIVE_ENDS = ("'s", "’s", "s'", "s’")  # "Acme's", "the Lakers'": a word that owns the next
 # A year from 1500 to 2099 standing alone: not inside a figure ("1,2019", "2019.5") or a word.
 YEAR = re.compile(r"(?<![\w.,])(?:1[5-9]\d\d|20\d\d)(?!\w|[.,]\d)")
 
