@@ -10,7 +10,7 @@ from pipeline.research.extractive import analysis, answers, terms
 from pipeline.research.extractive.analysis import Part, analyse_part, asked_office, did_verb, focus_of, predicates_of
 from pipeline.research.extractive.answers import answer_values
 from pipeline.research.extractive.questions import split_question
-from pipeline.research.extractive.terms import content_terms
+from pipeline.research.extractive.terms import content_terms, kin, stem
 from tests.regex_audit import token_texts
 
 ANY = "*"  # a column not checked: "What is the name/title of X?" reports wh="name", a marker rather than a wh-word
@@ -563,3 +563,11 @@ def test_a_name_starting_in_lower_case_is_one_name() -> None:
 ])
 def test_the_office_a_who_is_question_asks_about(question: str, office: list[str]) -> None:
     assert asked_office(question) == office
+
+
+def test_a_family_holds_one_sense_and_its_stems():
+    assert {stem("victory"), stem("defeated"), stem("elected"), stem("won")} <= kin(stem("win"))
+    assert stem("named") in kin(stem("appointed")) and stem("hosts") in kin(stem("held"))
+    # "found" is "find" as a stem: "founded" (a firm) and "found" (a fossil) stay apart.
+    assert stem("founded") not in kin(stem("found")) and stem("discovered") in kin(stem("found"))
+    assert kin("zzz") == frozenset()

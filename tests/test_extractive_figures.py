@@ -45,3 +45,11 @@ def test_ages_are_found_where_the_former_pattern_found_them() -> None:
     for text in token_texts(tokens, count=5000):
         assert ages(text) == [m.group() for m in former.finditer(text)], text
     assert ages("Patrick W. Carlineo Jr., 55, and a 48-year-old man, aged 50") == ["Jr., 55,", "48-year-old", "aged 50"]
+
+
+def test_a_word_of_the_questions_family_ties_a_figure() -> None:
+    question = "How much did Veltrix pay for Coremind?"
+    sentence = ("Veltrix agreed to acquire Coremind, a start-up whose software helps hospitals forecast staffing "
+                "shortages, in an all-cash transaction valued at $2.35 billion, the largest purchase in its history.")
+    assert answer_figures(question, sentence) == frozenset({"2.35e9"})  # "purchase" is of "pay"'s family
+    assert answer_figures(question, "The firm employs about 9,000 people in 14 countries.") == frozenset()

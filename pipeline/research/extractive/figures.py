@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.research.extractive.terms import content_terms, terms_of
+from pipeline.research.extractive.terms import content_terms, kin, terms_of
 
 # What a question asks for, by its wording: "number", "date", "age" or "name".
 _KINDS = (
@@ -102,7 +102,8 @@ def answer_figures(question: str, sentence: str) -> frozenset[str]:
     found: set[str] = set()
     if "age" in kinds:
         found |= {_normal(n) for age in ages(sentence) for n in re.findall(r"\d{1,3}", age)}
-    wanted = set(content_terms(question, stemmed=True))
+    # A word of the question's family ties a figure too: "How much did X pay?" is told by "a purchase of $2 billion".
+    wanted = {k for w in content_terms(question, stemmed=True) for k in {w, *kin(w)}}
     if not wanted:
         return frozenset(found)
     for m in _FIGURE.finditer(sentence):

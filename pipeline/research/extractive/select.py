@@ -1,18 +1,19 @@
 """Query-focused sentence selection: select_sentences(part, pages) -> the sentences that answer one question part,
 best first, each an exact span of its page.
 
-A sentence is eligible when it could answer the part at all: it offers a value of the part's answer type (a figure
-for "how many", a name for "who"; answers.py), it says something about what is asked beyond the names (one of the
-part's own words that is not a constraint, or the role of a person asked for: "which professor"), its page is about
-the part's names, and the years, numbers and quoted titles the part gives are in the sentence or around it, with no
-other year or numbered edition in their place ("iPhone 13" for "iPhone 14"; editions.py); a "how many X" part's
-sentence says X; a "when did X <verb>" part's sentence says the verb, if at all, as having happened. A page's site
-name counts as its title's words. Eligible sentences are
-ranked by BM25 (idf over the pages read, each term present around the sentence counting at CONTEXT_WEIGHT), and a
-sentence is kept only within RELATIVE of the best one: relevance is relative to the candidates. The score is a share
-of the part's idf-weighted terms, and context counts, so a long question whose words no single sentence covers is
-still answered; only a best candidate below MIN_SCORE, a near miss, leaves the part to a named gap. For a part that
-asks for a named kind ("which journal"), the kept sentences that say the kind come first.
+A sentence is eligible when it could answer the part at all: it offers a value of the part's answer type (a figure for
+"how many", a name for "who"; answers.py), it says something about what is asked beyond the names (one of the part's
+own words that is not a constraint, or the role of a person asked for: "which professor"), its page is about the part's
+names, and the years, numbers and quoted titles the part gives are in the sentence or around it, with no other year or
+numbered edition in their place ("iPhone 13" for "iPhone 14"; editions.py); a "how many X" part's sentence says X; a
+"when did X <verb>" part's sentence says the verb, if at all, as having happened; a "who won" part's sentence is about
+no earlier round ("beating Chile in the semifinal"). A part's verbs may be said in a word of their family ("named" for
+"appointed", terms.FAMILIES), which counts as context in the score. A page's site name counts as its title's words.
+Eligible sentences are ranked by BM25 (idf over the pages read, each term present around the sentence counting at
+CONTEXT_WEIGHT), and a sentence is kept only within RELATIVE of the best one: relevance is relative to the candidates.
+The score is a share of the part's idf-weighted terms, and context counts, so a long question whose words no single
+sentence covers is still answered; only a best candidate below MIN_SCORE, a near miss, leaves the part to a named gap.
+For a part that asks for a named kind ("which journal"), the kept sentences that say the kind come first.
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ from .analysis import (
 from .answers import Value, answer_values, same_value
 from .editions import Edition, editions_of, other_edition
 from .sentences import Span, split_sentences
-from .terms import IRREGULAR, YEAR, content_terms, stem, terms_of, word_list
+from .terms import IRREGULAR, YEAR, content_terms, kin, stem, terms_of, word_list
 
 __all__ = ["PageText", "Pick", "Span", "SentenceIndex", "split_sentences", "select_sentences", "MIN_PICK_CHARS"]
 
@@ -323,22 +324,9 @@ class _Asked:
 _NO_ROLE = ANYONE | frozenset(word_list("head chair"))
 
 
-# Verbs a question asks with and the words its answer is told in: "Who won?" is answered by "... a 3-1 victory".
-_FAMILIES = [frozenset(stem(w) for w in group.split()) for group in (
-    "win won winner victory victor champion beat defeat triumph",
-    "score scored scorer goal",
-    "buy bought acquire acquisition purchase pay paid deal",
-    "die died death dead kill killed",
-    "sell sold sale",
-    "lead leader head chief",
-    "say said tell told state announce share explain confirm",
-    "add added introduce new support",
-)]
-
-
 def _related(a: str, b: str) -> bool:
-    """Two stems of one root (_same_root), or words of one _FAMILIES group ("win", "victori")."""
-    return _same_root(a, b) or any(a in f and b in f for f in _FAMILIES)
+    """Two stems of one root (_same_root), or words of one family (terms.FAMILIES: "win", "victori")."""
+    return _same_root(a, b) or b in kin(a)
 
 
 def _same_root(a: str, b: str) -> bool:
@@ -397,6 +385,12 @@ def _about(names: list[_Name], terms: AbstractSet[str]) -> bool:
 _UNCOUNTED = frozenset(stem(w) for w in [*word_list("people persons times"), *DATE_HEADS])
 
 
+# A round before a final: a win in it wins no title ("reached the final, beating Chile in the semifinal").
+_EARLIER_ROUND = re.compile(r"\b(?:semi|quarter)[- ]?finals?\b|\bsemis\b|\bround of (?:16|32|sixteen)\b|"
+                            r"\bgroup stage\b", re.I)
+_WINS = kin(stem("win"))
+
+
 def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value], names: list[_Name],
               restates: bool) -> bool:
     s = index.sentences[s_id]
@@ -414,6 +408,9 @@ def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value
     if asked.predicates and asked.part.past and not _happened(asked.predicates, s.span.text) and not (
             restates and not tells and not _hedged(s.span.text)):
         return False  # "Where was the deal signed?" is not answered by "he hoped to sign it in Chile"
+    if (_WINS.intersection([*asked.predicates, asked.done]) and _EARLIER_ROUND.search(s.span.text)
+            and not _EARLIER_ROUND.search(asked.part.text)):
+        return False  # "Who won the cup?" is not answered by a win in its semifinal
     if asked.done and any(_same_root(asked.done, t) for t in s.tf) and not _happened([asked.done], s.span.text):
         return False  # "When did Coty close the deal?" is not answered by "The deal is expected to close in March"
     if asked.office and not _says(asked.office, s):
@@ -462,7 +459,10 @@ def select_sentences(part: Part | str, pages: Sequence[PageText] | SentenceIndex
     unused = {t for name in asked.names if name & index.vocabulary for t in name - index.vocabulary}
     total = sum(w * idf[t] for t, w in asked.weights.items() if t not in unused)
     keys = asked.topic | asked.role if asked.topic else set(asked.weights)
-    candidates = {s_id for t in keys for s_id in index.postings.get(t, ())}
+    # A sentence may say a key in other words of its family ("named" for "appointed"): those words' sentences count.
+    kin = {t: {v for v in index.postings if v != t and _related(t, v)} if t in asked.predicates else set()
+           for t in asked.weights}
+    candidates = {s_id for t in keys for v in {t, *kin[t]} for s_id in index.postings.get(v, ())}
     names = _names(asked, idf, index.vocabulary)
     topic_weight = sum(idf[t] for t in asked.topic)
     about = [_about(names, terms) for terms in index.page_terms]
@@ -482,7 +482,7 @@ def select_sentences(part: Part | str, pages: Sequence[PageText] | SentenceIndex
         for t, w in asked.weights.items():
             if t in s.tf:
                 score += w * idf[t] * s.tf[t] * (K1 + 1) / (s.tf[t] + norm)
-            elif t in around:
+            elif t in around or kin[t] & s.tf.keys():
                 score += CONTEXT_WEIGHT * w * idf[t]
         score /= total
         score *= FRAGMENT_FACTOR if s.fragment else 1.0

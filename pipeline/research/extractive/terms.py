@@ -88,6 +88,41 @@ def stem(word: str) -> str:
     return _SNOWBALL.stemWord(word) if word.isalpha() else word
 
 
+# Words a question asks with and the words its answer is told in, stemmed: "Who won?" is answered by "... a 3-1
+# victory", "Who was appointed?" by "named X", "Where will it be held?" by "will host". Each group is one sense.
+FAMILIES = [frozenset(stem(w) for w in group.split()) for group in (
+    "win won winner victory victor champion beat defeat triumph award claim clinch capture honour honor elect elected"
+    " election",
+    "score scored scorer goal",
+    "buy bought acquire acquisition purchase pay paid deal takeover merger",
+    "die died death dead kill killed",
+    "sell sold sale",
+    "lead leader head chief",
+    "say said tell told state announce share explain confirm",
+    "add added introduce new support",
+    "appoint appointment name named hire tap tapped pick choose chose select promote",
+    "premiere debut air return launch release open",
+    "hold held host stage venue",
+    "unveil launch introduce reveal debut announce",
+    "find found discover discovery unearth identify",
+    "founded founder establish",
+    "resign resignation quit step depart",
+    "sign signed ink seal",
+    "cost price priced charge",
+    "gross earn earned",
+    "attend attendance crowd drew turnout",
+)]
+_KIN: dict[str, frozenset[str]] = {}
+for _family in FAMILIES:
+    for _word in _family:
+        _KIN[_word] = _KIN.get(_word, frozenset()) | _family
+
+
+def kin(term: str) -> frozenset[str]:
+    """The stemmed words that share a family with stemmed `term` (itself among them), or none."""
+    return _KIN.get(term, frozenset())
+
+
 def normalise_token(raw: str) -> str:
     """The comparable form of one raw token: lowercased, curly apostrophe straightened, possessive "'s" dropped,
     numbers without thousands commas ("1,200" -> "1200"), dotted acronyms without dots ("U.S." -> "us")."""
