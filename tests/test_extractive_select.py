@@ -666,24 +666,38 @@ BRIGHTWATER = page("S1", (
     "The airline flies to 60 cities."), title="Brightwater picks its next chief", published="2023-05-02")
 
 
-def test_a_sentence_may_tell_the_asked_verb_in_a_word_of_its_family():
+def test_a_sentence_may_tell_the_asked_verb_in_a_word_of_its_family() -> None:
     # "named" is of "appointed"'s family (terms.FAMILIES): the sentence is a candidate though it never says "appoint".
     picks = select_sentences("Who was appointed by Brightwater Airlines in 2023?", [BRIGHTWATER])
     assert picks and "Priya Castellano" in picks[0].text
 
 
-def test_a_win_in_an_earlier_round_wins_no_title():
+def test_a_verb_asked_widens_to_words_of_its_root_but_not_to_a_short_prefix() -> None:
+    keyboards = [page("S1", "Wistron will be the main supplier for the 2020 Harbor laptop, analysts said.\n"
+                            "The laptop ships in May.", "Harbor laptop parts")]
+    picks = select_sentences("Which firm will supply keyboards for the 2020 Harbor laptop?", keyboards)
+    assert picks and picks[0].text.startswith("Wistron")  # "supplier" shares the root of "supply"
+    winter = [page("S1", "In the winter of 2022, Harbor Cup organiser Jane Doe moved the event to Oslo.\n"
+                         "Tickets sold out.", "Harbor Cup moves")]
+    assert select_sentences("Who won the 2022 Harbor Cup?", winter) == []  # "winter" is no word of "win"
+
+
+def test_a_win_in_an_earlier_round_wins_no_title() -> None:
     pages = [page("S1", "OSLO - Norway reached the Harbor Cup final on Saturday, beating Chile 2-1 in the semifinal.\n"
                         "The final is on Sunday.", "Norway into the 2021 Harbor Cup final")]
     assert select_sentences("Who won the 2021 Harbor Cup?", pages) == []
-    assert select_sentences("Whom did Norway beat in the 2021 Harbor Cup final?", pages) == []
-    picks = select_sentences("Whom did Norway beat in the 2021 Harbor Cup semifinal?", pages)  # the round asked
-    assert picks and "Chile" in picks[0].text
+    picks = select_sentences("Who won the 2021 Harbor Cup semifinal?", pages)  # the round asked
+    assert picks and "beating Chile" in picks[0].text
+    # A sentence that says the verb asked itself keeps its answer: a semifinal win beside it is a detail.
+    won = [page("S1", "Norway won the 2021 Harbor Cup, beating Chile 2-1 in the final after a 3-0 semifinal win.\n"
+                      "Fans filled the square.", "Norway wins the 2021 Harbor Cup")]
+    picks = select_sentences("Who won the 2021 Harbor Cup?", won)
+    assert picks and picks[0].text.startswith("Norway won")
 
 
-def test_only_the_asked_verbs_widen_to_their_family():
+def test_only_the_asked_verbs_widen_to_their_family() -> None:
     # "cost" is no verb the part asks with, so "pricing" does not stand for it: a European price is no answer to a US
-    # one. (Widening every topic word so lowered held-out questions: docs/BENCHMARK.md.)
+    # one. (Widening every topic word too lowered held-out questions when measured.)
     pages = [page("S1", "Regular European pricing for the Audi e-tron Sportback will start at 71,350 euro.\n"
                         "Deliveries begin in spring.", title="Audi e-tron Sportback revealed")]
     assert select_sentences("How much will the Audi e-tron Sportback cost in the United States?", pages) == []

@@ -47,6 +47,7 @@ from .terms import IRREGULAR, YEAR, content_terms, kin, stem, terms_of, word_lis
 __all__ = ["PageText", "Pick", "Span", "SentenceIndex", "split_sentences", "select_sentences", "MIN_PICK_CHARS"]
 
 MIN_PICK_CHARS = 15  # the quote matcher refuses shorter quotes (not tuned: its contract)
+ROOT = 5  # two stems sharing this many first letters are of one root ("acquir", "acquisit"; not tuned)
 K1, B = 1.2, 0.75  # BM25's usual values (not tuned)
 # Chosen on dev only (docs/BENCHMARK.md). Each figure is a dev measure of `python -m pipeline bench` over every
 # shipped suite's dev questions: the mean answer recall of the seven answerable suites (0.788 as shipped), and the
@@ -124,6 +125,7 @@ class SentenceIndex:
     vocabulary: set[str] = field(default_factory=set)  # every term of every page, titles included
     first: list[int] = field(default_factory=list)  # index of each page's first sentence (pages are contiguous)
     avg_len: float = 1.0
+    roots: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # the sentences' terms by ROOT letters
 
     @classmethod
     def build(cls, pages: Sequence[PageText]) -> SentenceIndex:
@@ -155,6 +157,8 @@ class SentenceIndex:
                     span.text.rstrip(" \"'”’)»").endswith(("?", "？"))))
                 for term in set(terms):
                     index.postings[term].append(s_id)
+                    if len(term) >= ROOT:
+                        index.roots[term[:ROOT]].add(term)
                 vocabulary.update(terms)
             # The site's name counts as the title's words (on politifact.com every sentence is PolitiFact's), not as
             # its years.
@@ -329,13 +333,20 @@ def _related(a: str, b: str) -> bool:
     return _same_root(a, b) or b in kin(a)
 
 
+def _kindred(term: str, index: SentenceIndex) -> AbstractSet[str]:
+    """The other terms of `index`'s sentences that are of `term`'s family or share its first ROOT letters ("supplier"
+    for "suppli"; not "winter" for "win", as _same_root's shorter prefixes would)."""
+    same = index.roots.get(term[:ROOT], set()) if len(term) >= ROOT else set()
+    return ((kin(term) & index.postings.keys()) | same) - {term}
+
+
 def _same_root(a: str, b: str) -> bool:
     """Two stems of one root: equal, one the other's start ("win" and "winner", "found" and "founder"), or sharing
     their first five letters ("acquir" and "acquisit")."""
     if a == b:
         return True
     short = min(len(a), len(b))
-    return short >= 3 and (a.startswith(b) or b.startswith(a)) or short >= 5 and a[:5] == b[:5]
+    return short >= 3 and (a.startswith(b) or b.startswith(a)) or short >= ROOT and a[:ROOT] == b[:ROOT]
 
 
 class _Name(NamedTuple):
@@ -386,8 +397,8 @@ _UNCOUNTED = frozenset(stem(w) for w in [*word_list("people persons times"), *DA
 
 
 # A round before a final: a win in it wins no title ("reached the final, beating Chile in the semifinal").
-_EARLIER_ROUND = re.compile(r"\b(?:semi|quarter)[- ]?finals?\b|\bsemis\b|\bround of (?:16|32|sixteen)\b|"
-                            r"\bgroup stage\b", re.I)
+_EARLIER_ROUND = re.compile(r"\b(?:semi|quarter)[- ]?finals?(?:ists?)?\b|\bround[- ]of[- ](?:\d+|sixteen)\b|"
+                            r"\blast[- ](?:16|sixteen|eight|four)\b|\bgroup[- ]stage\b", re.I)
 _WINS = kin(stem("win"))
 
 
@@ -408,9 +419,11 @@ def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value
     if asked.predicates and asked.part.past and not _happened(asked.predicates, s.span.text) and not (
             restates and not tells and not _hedged(s.span.text)):
         return False  # "Where was the deal signed?" is not answered by "he hoped to sign it in Chile"
-    if (_WINS.intersection([*asked.predicates, asked.done]) and _EARLIER_ROUND.search(s.span.text)
-            and not _EARLIER_ROUND.search(asked.part.text)):
-        return False  # "Who won the cup?" is not answered by a win in its semifinal
+    wins = _WINS.intersection(asked.predicates)
+    if wins and not any(_same_root(w, t) for w in wins for t in s.tf) and _EARLIER_ROUND.search(s.span.text) and (
+            not _EARLIER_ROUND.search(asked.part.text)):
+        return False  # "Who won the cup?" is not answered by "beating Chile in the semifinal" ("won it after a
+        # semifinal win" says the verb asked, and answers)
     if asked.done and any(_same_root(asked.done, t) for t in s.tf) and not _happened([asked.done], s.span.text):
         return False  # "When did Coty close the deal?" is not answered by "The deal is expected to close in March"
     if asked.office and not _says(asked.office, s):
@@ -460,9 +473,8 @@ def select_sentences(part: Part | str, pages: Sequence[PageText] | SentenceIndex
     total = sum(w * idf[t] for t, w in asked.weights.items() if t not in unused)
     keys = asked.topic | asked.role if asked.topic else set(asked.weights)
     # A sentence may say a key in other words of its family ("named" for "appointed"): those words' sentences count.
-    kin = {t: {v for v in index.postings if v != t and _related(t, v)} if t in asked.predicates else set()
-           for t in asked.weights}
-    candidates = {s_id for t in keys for v in {t, *kin[t]} for s_id in index.postings.get(v, ())}
+    family_of = {t: _kindred(t, index) if t in asked.predicates else frozenset() for t in asked.weights}
+    candidates = {s_id for t in keys for v in {t, *family_of[t]} for s_id in index.postings.get(v, ())}
     names = _names(asked, idf, index.vocabulary)
     topic_weight = sum(idf[t] for t in asked.topic)
     about = [_about(names, terms) for terms in index.page_terms]
@@ -482,7 +494,7 @@ def select_sentences(part: Part | str, pages: Sequence[PageText] | SentenceIndex
         for t, w in asked.weights.items():
             if t in s.tf:
                 score += w * idf[t] * s.tf[t] * (K1 + 1) / (s.tf[t] + norm)
-            elif t in around or kin[t] & s.tf.keys():
+            elif t in around or family_of[t] & s.tf.keys():
                 score += CONTEXT_WEIGHT * w * idf[t]
         score /= total
         score *= FRAGMENT_FACTOR if s.fragment else 1.0
