@@ -322,6 +322,21 @@ def test_the_brief_suite_is_built_from_the_specs_and_keeps_each_long_questions_a
         assert q.model_dump(exclude={"id", "question", "note"}) == source.model_dump(exclude={"id", "question", "note"})
 
 
+def test_the_blind_suite_and_its_webs_are_built_from_its_specs(tmp_path: Path) -> None:
+    abilities = _abilities_module()
+    shutil.copytree(CORPORA / "news", tmp_path / "news")  # a corpus beside it stays as it was
+    assert abilities.build_blind(CORPORA / "blind-specs", tmp_path, tmp_path) == 32
+    assert (tmp_path / "blind.json").read_text() == (SUITES / "blind.json").read_text()  # the shipped one is current
+    built = sorted(p.relative_to(tmp_path / "blind") for p in (tmp_path / "blind").rglob("*") if p.is_file())
+    assert built == sorted(p.relative_to(CORPORA / "blind") for p in (CORPORA / "blind").rglob("*") if p.is_file()
+                           and not p.name.startswith(".index"))
+    assert all((tmp_path / "blind" / p).read_bytes() == (CORPORA / "blind" / p).read_bytes() for p in built)
+    assert (tmp_path / "news").is_dir()
+    blind = load_suite(SUITES / "blind.json")
+    assert {q.split for q in blind.questions} == {"dev"}  # read while tuning: never a held-out figure
+    assert {q.kind for q in blind.questions} == {"single_page", "unanswerable", "two_page", "conflict"}
+
+
 def test_a_spec_question_without_a_brief_form_is_refused_naming_it(tmp_path: Path) -> None:
     abilities = _abilities_module()
     for name in ("noise", "rejection", "integration", "counterfactual"):

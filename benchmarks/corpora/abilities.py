@@ -167,22 +167,24 @@ def _readme(spec: dict) -> str:
                          if wrong else "")
 
 
-def build_ability(spec_path: Path, corpora: Path, suites: Path) -> int:
-    """Write the frozen webs and the suite of one ability spec; the number of questions."""
+def _spec(spec_path: Path) -> dict:
+    """The checked spec at `spec_path`."""
     spec = json.loads(spec_path.read_text(encoding="utf-8"))
-    ability = spec["ability"]
-    if ability not in ABILITIES:
+    if spec.get("ability") not in ABILITIES:
         raise SpecError(f"{spec_path}: ability must be one of {ABILITIES}")
-    questions = spec["questions"]
-    ids = [q.get("id") for q in questions]
+    ids = [q.get("id") for q in spec["questions"]]
     if len(set(ids)) != len(ids):
         raise SpecError(f"{spec_path}: question ids repeat")
+    for q in spec["questions"]:
+        _check(spec["ability"], q)
+    return spec
+
+
+def _write_webs(questions: list[dict], root: Path) -> None:
+    """Write each question's frozen web under `root`/<question id>/, replacing what was there."""
     for q in questions:
-        _check(ability, q)
-    root = corpora / ability
-    if root.exists():
-        shutil.rmtree(root)
-    for q in questions:
+        if (root / q["id"]).exists():
+            shutil.rmtree(root / q["id"])
         folder = root / q["id"]
         (folder / "pages").mkdir(parents=True)
         entries = []
@@ -197,12 +199,56 @@ def build_ability(spec_path: Path, corpora: Path, suites: Path) -> int:
                 entry["published"] = page["published"]
             entries.append(json.dumps(entry, ensure_ascii=False))
         (folder / "manifest.jsonl").write_text("".join(f"{e}\n" for e in entries), encoding="utf-8")
+
+
+def _write_suite(suite: dict, suites: Path) -> None:
+    (suites / f"{suite['name']}.json").write_text(json.dumps(suite, indent=1, ensure_ascii=False) + "\n",
+                                                  encoding="utf-8")
+
+
+def build_ability(spec_path: Path, corpora: Path, suites: Path) -> int:
+    """Write the frozen webs and the suite of one ability spec; the number of questions."""
+    spec = _spec(spec_path)
+    ability, questions = spec["ability"], spec["questions"]
+    root = corpora / ability
+    if root.exists():
+        shutil.rmtree(root)
+    _write_webs(questions, root)
     (root / "README.md").write_text(_readme(spec), encoding="utf-8")
     shutil.copyfile(corpora / "news" / "LICENSE", root / "LICENSE")
-    suite = {"name": ability, "version": str(spec.get("version", SUITE_VERSION)),
-             "corpus": f"{ability}/{questions[0]['id']}", "description": spec["description"],
-             "questions": [_suite_question(ability, q) for q in questions]}
-    (suites / f"{ability}.json").write_text(json.dumps(suite, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    _write_suite({"name": ability, "version": str(spec.get("version", SUITE_VERSION)),
+                  "corpus": f"{ability}/{questions[0]['id']}", "description": spec["description"],
+                  "questions": [_suite_question(ability, q) for q in questions]}, suites)
+    return len(questions)
+
+
+BLIND = ("Short questions of the four abilities in the public RGB benchmark's shape, written, with every page of their "
+         "frozen webs, by a helper that had not read the selector's code, so that tuning has questions no one here "
+         "wrote to the code's measure. The events are invented. All questions are dev: they were read while tuning.")
+BLIND_LICENSE = ("Every page under this folder was written for this project (fictional events, reserved .example "
+                 "hosts, RFC 2606) and is under the project's MIT licence (pyproject.toml). Do not cite them.\n")
+
+
+def build_blind(specs: Path, corpora: Path, suites: Path) -> int:
+    """Write suites/blind.json and its webs under corpora/blind/<question id>/ from specs/<ability>.json; the number
+    of questions."""
+    if (corpora / "blind").exists():
+        shutil.rmtree(corpora / "blind")
+    questions = []
+    for ability in ABILITIES:
+        spec = _spec(specs / f"{ability}.json")
+        _write_webs(spec["questions"], corpora / "blind")
+        for q in spec["questions"]:
+            out = _suite_question(ability, q)
+            out.update(id=f"blind-{q['id']}", corpus=f"blind/{q['id']}")
+            questions.append(out)
+    (corpora / "blind" / "LICENSE").write_text(BLIND_LICENSE, encoding="utf-8")
+    (corpora / "blind" / "README.md").write_text(
+        f"# `blind`: {len(questions)} questions, each on a small frozen web of its own\n\n{BLIND}\n\nBuilt by "
+        "`benchmarks/corpora/build.py blind` from `../blind-specs/<ability>.json`; each question's web is "
+        "`<question id>/`; the suite is `benchmarks/suites/blind.json`.\n", encoding="utf-8")
+    _write_suite({"name": "blind", "version": "1", "corpus": questions[0]["corpus"], "description": BLIND,
+                  "questions": questions}, suites)
     return len(questions)
 
 
@@ -223,7 +269,6 @@ def build_brief(specs: Path, suites: Path) -> int:
             out.update(id=f"brief-{q['id']}", question=brief,
                        note=f"The brief form of {q['id']}. {out.get('note', '')}".strip())
             questions.append(out)
-    suite = {"name": "brief", "version": "1", "corpus": questions[0]["corpus"], "description": BRIEF,
-             "questions": questions}
-    (suites / "brief.json").write_text(json.dumps(suite, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    _write_suite({"name": "brief", "version": "1", "corpus": questions[0]["corpus"], "description": BRIEF,
+                  "questions": questions}, suites)
     return len(questions)

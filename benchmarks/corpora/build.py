@@ -4,6 +4,7 @@
     python benchmarks/corpora/build.py pydocs [--deb FILE.deb | --package python3.11-doc] [--out DIR]
     python benchmarks/corpora/build.py diverse [--src ../shared/data/extraction-diverse] [--out DIR]
     python benchmarks/corpora/build.py abilities [ABILITY ...]   # abilities/<ability>.json -> webs and suites
+    python benchmarks/corpora/build.py blind    # blind-specs/<ability>.json -> blind/ webs and suites/blind.json
 
 Each corpus folder is what pipeline/web/corpus.py reads: `manifest.jsonl` (one JSON object a line,
 `{"url", "path", "content_type", "title"?, "published"?}`, `path` relative to the folder) and the saved
@@ -326,7 +327,14 @@ def main(argv: list[str] | None = None) -> int:
     diverse.add_argument("--out", type=Path, default=HERE / "diverse")
     four = sub.add_parser("abilities", help="the four-ability suites and their frozen webs, from abilities/*.json")
     four.add_argument("names", nargs="*", help="abilities to build (default: every spec in abilities/)")
+    sub.add_parser("blind", help="the blind suite and its frozen webs, from blind-specs/*.json")
     args = parser.parse_args(argv)
+    if args.corpus == "blind":
+        from abilities import build_blind  # beside this script
+
+        n = build_blind(HERE / "blind-specs", HERE, REPO / "benchmarks" / "suites")
+        print(f"blind: {n} questions -> {HERE / 'blind'}", file=sys.stderr)
+        return 0
     if args.corpus == "abilities":
         from abilities import build_ability, build_brief  # beside this script
 
