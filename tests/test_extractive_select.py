@@ -672,6 +672,15 @@ def test_a_sentence_may_tell_the_asked_verb_in_a_word_of_its_family() -> None:
     assert picks and "Priya Castellano" in picks[0].text
 
 
+def test_a_year_a_sentence_counts_from_is_not_its_year() -> None:
+    pages = [page("S1", "Brightwater Airlines on Tuesday named Priya Castellano, its chief operating officer "
+                        "since 2019, as its next chief executive.\nThe airline flies to 60 cities.",
+                  "Brightwater picks a chief", published="2023-05-02")]
+    picks = select_sentences("Who was appointed by Brightwater Airlines in 2023?", pages)
+    assert picks and "Priya Castellano" in picks[0].text
+    assert select_sentences("Who was appointed by Brightwater Airlines in 2021?", pages) == []  # 2023 is around it
+
+
 def test_a_verb_asked_widens_to_words_of_its_root_but_not_to_a_short_prefix() -> None:
     keyboards = [page("S1", "Wistron will be the main supplier for the 2020 Harbor laptop, analysts said.\n"
                             "The laptop ships in May.", "Harbor laptop parts")]

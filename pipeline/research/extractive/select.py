@@ -4,16 +4,17 @@ best first, each an exact span of its page.
 A sentence is eligible when it could answer the part at all: it offers a value of the part's answer type (a figure for
 "how many", a name for "who"; answers.py), it says something about what is asked beyond the names (one of the part's
 own words that is not a constraint, or the role of a person asked for: "which professor"), its page is about the part's
-names, and the years, numbers and quoted titles the part gives are in the sentence or around it, with no other year or
-numbered edition in their place ("iPhone 13" for "iPhone 14"; editions.py); a "how many X" part's sentence says X; a
-"when did X <verb>" part's sentence says the verb, if at all, as having happened; a "who won" part's sentence is about
-no earlier round ("beating Chile in the semifinal"). A part's verbs may be said in a word of their family ("named" for
-"appointed", terms.FAMILIES), which counts as context in the score. A page's site name counts as its title's words.
-Eligible sentences are ranked by BM25 (idf over the pages read, each term present around the sentence counting at
-CONTEXT_WEIGHT), and a sentence is kept only within RELATIVE of the best one: relevance is relative to the candidates.
-The score is a share of the part's idf-weighted terms, and context counts, so a long question whose words no single
-sentence covers is still answered; only a best candidate below MIN_SCORE, a near miss, leaves the part to a named gap.
-For a part that asks for a named kind ("which journal"), the kept sentences that say the kind come first.
+names, and the years, numbers and quoted titles the part gives are in the sentence or around it, with no other year
+(not one it counts from: "since 2019") or numbered edition in their place ("iPhone 13" for "iPhone 14"; editions.py); a
+"how many X" part's sentence says X; a "when did X <verb>" part's sentence says the verb, if at all, as having
+happened; a "who won" part's sentence is about no earlier round ("beating Chile in the semifinal"). A part's verbs may
+be said in a word of their family ("named" for "appointed", terms.FAMILIES), which counts as context in the score. A
+page's site name counts as its title's words. Eligible sentences are ranked by BM25 (idf over the pages read, each term
+present around the sentence counting at CONTEXT_WEIGHT), and a sentence is kept only within RELATIVE of the best one:
+relevance is relative to the candidates. The score is a share of the part's idf-weighted terms, and context counts, so
+a long question whose words no single sentence covers is still answered; only a best candidate below MIN_SCORE, a near
+miss, leaves the part to a named gap. For a part that asks for a named kind ("which journal"), the kept sentences that
+say the kind come first.
 """
 from __future__ import annotations
 
@@ -153,7 +154,7 @@ class SentenceIndex:
                     continue
                 s_id = len(index.sentences)
                 index.sentences.append(_Sentence(
-                    p, span, terms, Counter(terms), frozenset(YEAR.findall(span.text)), _is_fragment(span.text),
+                    p, span, terms, Counter(terms), _years(span.text), _is_fragment(span.text),
                     span.text.rstrip(" \"'”’)»").endswith(("?", "？"))))
                 for term in set(terms):
                     index.postings[term].append(s_id)
@@ -331,6 +332,12 @@ _NO_ROLE = ANYONE | frozenset(word_list("head chair"))
 def _related(a: str, b: str) -> bool:
     """Two stems of one root (_same_root), or words of one family (terms.FAMILIES: "win", "victori")."""
     return _same_root(a, b) or b in kin(a)
+
+
+def _years(text: str) -> frozenset[str]:
+    """The years `text` is about: not one it counts from ("its chief operating officer since 2019" is about now)."""
+    return frozenset(m.group() for m in YEAR.finditer(text) if not text[max(0, m.start() - 6):m.start()].lower()
+                     .endswith("since "))
 
 
 def _kindred(term: str, index: SentenceIndex) -> AbstractSet[str]:
