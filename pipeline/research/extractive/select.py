@@ -288,6 +288,12 @@ def _dependent(s: _Sentence) -> bool:
     return len(s.terms) <= SHORT_TERMS or s.span.text[:1] == "(" or s.span.text.split(" ", 1)[0].lower() in _LEANING
 
 
+# A round before a final: a win in it wins no title ("reached the final, beating Chile in the semifinal").
+_EARLIER_ROUND = re.compile(r"\b(?:semi|quarter)[- ]?finals?(?:ists?)?\b|\bround[- ]of[- ](?:\d+|sixteen)\b|"
+                            r"\blast[- ](?:16|sixteen|eight|four)\b|\bgroup[- ]stage\b", re.I)
+_WINS = kin(stem("win"))
+
+
 @dataclass
 class _Asked:
     """A part as the scorer uses it: term weights, what is asked about, and the constraints a sentence must meet."""
@@ -304,6 +310,7 @@ class _Asked:
     editions: list[Edition]  # numbers beside a word ("iPhone 14"): a sentence must not name another in their place
     done: str | None  # the verb of "... did X <verb>?": a sentence that says it must say it as having happened
     role: set[str]  # the role of a person asked for ("which professor"), stemmed: a sentence may say it for the topic
+    wins: set[str]  # the part's verbs of winning, unless it names an earlier round: a sentence must not tell that round
 
     @classmethod
     def of(cls, part: Part) -> _Asked:
@@ -322,7 +329,8 @@ class _Asked:
                    office=set(asked_office(part.text)), editions=editions_of(part.text),
                    done=did_verb(part.text) if part.past else None,
                    role={stem(part.focus.head)} if part.focus.head and part.focus.answer_type == "person" and (
-                       part.focus.head not in _NO_ROLE) else set())
+                       part.focus.head not in _NO_ROLE) else set(),
+                   wins=set() if _EARLIER_ROUND.search(part.text) else set(_WINS.intersection(part.predicates)))
 
 
 # A sentence that says "people" or "man" says nothing of what is asked; nor does one that says "head" or "chair".
@@ -403,12 +411,6 @@ def _about(names: list[_Name], terms: AbstractSet[str]) -> bool:
 _UNCOUNTED = frozenset(stem(w) for w in [*word_list("people persons times"), *DATE_HEADS])
 
 
-# A round before a final: a win in it wins no title ("reached the final, beating Chile in the semifinal").
-_EARLIER_ROUND = re.compile(r"\b(?:semi|quarter)[- ]?finals?(?:ists?)?\b|\bround[- ]of[- ](?:\d+|sixteen)\b|"
-                            r"\blast[- ](?:16|sixteen|eight|four)\b|\bgroup[- ]stage\b", re.I)
-_WINS = kin(stem("win"))
-
-
 def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value], names: list[_Name],
               restates: bool) -> bool:
     s = index.sentences[s_id]
@@ -426,9 +428,8 @@ def _eligible(asked: _Asked, index: SentenceIndex, s_id: int, values: list[Value
     if asked.predicates and asked.part.past and not _happened(asked.predicates, s.span.text) and not (
             restates and not tells and not _hedged(s.span.text)):
         return False  # "Where was the deal signed?" is not answered by "he hoped to sign it in Chile"
-    wins = _WINS.intersection(asked.predicates)
-    if wins and not any(_same_root(w, t) for w in wins for t in s.tf) and _EARLIER_ROUND.search(s.span.text) and (
-            not _EARLIER_ROUND.search(asked.part.text)):
+    if asked.wins and not any(_same_root(w, t) for w in asked.wins for t in s.tf) and _EARLIER_ROUND.search(
+            s.span.text):
         return False  # "Who won the cup?" is not answered by "beating Chile in the semifinal" ("won it after a
         # semifinal win" says the verb asked, and answers)
     if asked.done and any(_same_root(asked.done, t) for t in s.tf) and not _happened([asked.done], s.span.text):
